@@ -1,0 +1,49 @@
+"""Shared fixtures.
+
+The differential tier needs the *real* Triton Inference Server. ``real_triton`` provisions
+it from ``nvidia-pytriton`` (cached venv, see ``tritonhttp.testing._real_triton``) and
+serves ``tests/models``; it skips only where the platform cannot run tritonserver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tritonhttp.testing import _real_triton as rt
+
+TESTS = Path(__file__).parent
+#: The shared model repository: every model in it loads on both servers.
+MODELS = TESTS / "models"
+
+RealTritonFactory = Callable[..., rt.RealTriton]
+
+
+@pytest.fixture(scope="session")
+def real_triton_factory() -> Iterator[RealTritonFactory]:
+    """Start real tritonserver for (repository, *args), once per distinct combination."""
+    problem = rt.platform_problem()
+    if problem:
+        pytest.skip(f"real Triton unavailable: {problem}")
+    rt.ensure_installed()
+    servers: dict[tuple[str, tuple[str, ...]], rt.RealTriton] = {}
+
+    def factory(repo: Path | str = MODELS, *args: str) -> rt.RealTriton:
+        key = (str(Path(repo).resolve()), args)
+        server = servers.get(key)
+        if server is None or server.process.poll() is not None:
+            server = rt.start(repo, *args)
+            servers[key] = server
+        return server
+
+    yield factory
+    for server in servers.values():
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def real_triton(real_triton_factory: RealTritonFactory) -> rt.RealTriton:
+    """Real tritonserver 2.51.0 serving ``tests/models`` on 127.0.0.1."""
+    return real_triton_factory(MODELS)

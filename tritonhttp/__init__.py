@@ -1,0 +1,1 @@
+"""tritonhttp: a fast, thread-safe, drop-in replacement for tritonclient.http."""

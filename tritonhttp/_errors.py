@@ -1,0 +1,185 @@
+"""The exception hierarchy, in one place.
+
+``InferenceServerException`` keeps tritonclient's API (``message()``, ``status()``,
+``debug_details()``, ``str(e) == "[status] msg"``) so existing ``except`` clauses work.
+Everything tritonhttp raises for a failed call is an ``InferenceServerException``; the
+typed subclasses let new code be precise::
+
+    InferenceServerException                 tritonclient's root, unchanged API
+    ├── TransportError                       nothing usable came back from the server
+    │   ├── ConnectError                     also a ConnectionRefusedError (when refused)
+    │   ├── TimeoutError_                    also the builtin TimeoutError
+    │   │   ├── ConnectTimeout
+    │   │   └── ReadTimeout
+    │   └── ProtocolError                    the peer broke HTTP or the framing
+    ├── ServerError                          the server answered with a non-200 status
+    │   ├── BadRequestError          400
+    │   ├── ForbiddenError           403
+    │   ├── NotFoundError            404
+    │   ├── ServerInternalError      500
+    │   ├── NotImplementedError_     501
+    │   └── ServiceUnavailableError  503
+    └── ClientClosedError                    the client was closed (also a RuntimeError)
+
+Transport errors also derive from the builtin exception that tritonclient let through
+(``ConnectionRefusedError``, ``TimeoutError``, ``RuntimeError``), so code written as
+``except ConnectionRefusedError`` keeps working. All of them pickle.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+__all__ = [
+    "BadRequestError",
+    "ClientClosedError",
+    "ConnectError",
+    "ConnectTimeout",
+    "ForbiddenError",
+    "InferenceServerException",
+    "NotFoundError",
+    "NotImplementedError_",
+    "ProtocolError",
+    "ReadTimeout",
+    "ServerError",
+    "ServerInternalError",
+    "ServiceUnavailableError",
+    "TimeoutError_",
+    "TransportError",
+    "raise_error",
+    "server_error",
+]
+
+
+class InferenceServerException(Exception):
+    """An error from the client or the server.
+
+    ``msg`` is the message, ``status`` the HTTP status as a string (or None) and
+    ``debug_details`` extra text (or None). ``str(e)`` is ``"[<status>] <msg>"``.
+    """
+
+    def __init__(
+        self,
+        msg: str | None = None,
+        status: str | int | None = None,
+        debug_details: str | None = None,
+    ) -> None:
+        # tritonclient leaves ``args`` empty; we keep the message there so that
+        # repr(), logging and pickling are useful.
+        super().__init__(*(() if msg is None else (msg,)))
+        self._msg = msg
+        self._status = None if status is None else str(status)
+        self._debug_details = debug_details
+
+    def __str__(self) -> str:
+        text = super().__str__() if self._msg is None else self._msg
+        if self._status is not None:
+            text = "[" + self._status + "] " + text
+        return text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._msg!r}, status={self._status!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self._msg, self._status, self._debug_details))
+
+    def message(self) -> str | None:
+        """The error message."""
+        return self._msg
+
+    def status(self) -> str | None:
+        """The HTTP status code as a string (``"400"``), or None."""
+        return self._status
+
+    def debug_details(self) -> str | None:
+        """Extra details (e.g. an undecodable response body), or None."""
+        return self._debug_details
+
+
+def _rebuild(
+    cls: type[InferenceServerException], msg: str | None, status: str | None, debug: str | None
+) -> InferenceServerException:
+    exc = cls.__new__(cls)
+    InferenceServerException.__init__(exc, msg, status, debug)
+    return exc
+
+
+class TransportError(InferenceServerException):
+    """The request did not complete at the transport level (no HTTP answer)."""
+
+
+class ConnectError(TransportError, ConnectionError):
+    """The connection to the server could not be established."""
+
+
+class _Refused(ConnectError, ConnectionRefusedError):
+    """Connection refused (also a ``ConnectionRefusedError``, as tritonclient raised)."""
+
+
+class TimeoutError_(TransportError, builtins.TimeoutError):
+    """A client-side timeout (also a builtin ``TimeoutError``)."""
+
+
+class ConnectTimeout(TimeoutError_):
+    """Establishing the connection took longer than the connection timeout."""
+
+
+class ReadTimeout(TimeoutError_):
+    """The server did not answer within the network timeout."""
+
+
+class ProtocolError(TransportError):
+    """The server's answer broke HTTP or Triton's framing."""
+
+
+class ClientClosedError(InferenceServerException, RuntimeError):
+    """The client was used after ``close()`` (also a ``RuntimeError``, as before)."""
+
+
+class ServerError(InferenceServerException):
+    """The server answered with a non-200 HTTP status."""
+
+
+class BadRequestError(ServerError):
+    """HTTP 400."""
+
+
+class ForbiddenError(ServerError):
+    """HTTP 403 (restricted API)."""
+
+
+class NotFoundError(ServerError):
+    """HTTP 404 (unknown model, version, region or path)."""
+
+
+class ServerInternalError(ServerError):
+    """HTTP 500."""
+
+
+class NotImplementedError_(ServerError):
+    """HTTP 501."""
+
+
+class ServiceUnavailableError(ServerError):
+    """HTTP 503 (e.g. queue full, model control disabled)."""
+
+
+_BY_STATUS: dict[int, type[ServerError]] = {
+    400: BadRequestError,
+    403: ForbiddenError,
+    404: NotFoundError,
+    500: ServerInternalError,
+    501: NotImplementedError_,
+    503: ServiceUnavailableError,
+}
+
+
+def server_error(status: int, msg: str | None, debug_details: str | None = None) -> ServerError:
+    """The typed exception for an HTTP error status (``str(e)`` is ``"[<status>] <msg>"``)."""
+    return _BY_STATUS.get(status, ServerError)(msg, str(status), debug_details)
+
+
+def raise_error(msg: str) -> None:
+    """Raise ``InferenceServerException(msg)`` without exception context."""
+    raise InferenceServerException(msg=msg) from None

@@ -1,0 +1,1 @@
+"""Testing helpers: provisioning real Triton for differential tests (private module)."""

@@ -1,0 +1,85 @@
+"""Mirror of ``tritonclient.utils``: datatype mapping, BYTES codecs and the exception.
+
+Same names, arguments and results as tritonclient 2.73.0; the BYTES codecs are
+vectorized (no per-element Python loop on the hot path).
+"""
+
+from __future__ import annotations
+
+import struct  # noqa: F401  (tritonclient.utils exposes it; kept for drop-in attribute access)
+from typing import Any
+
+import ml_dtypes  # noqa: F401  (BF16 arrays are ml_dtypes.bfloat16, as in tritonclient 2.73.0)
+import numpy as np
+
+from .._errors import InferenceServerException, raise_error
+from ._bytes import BytesFramingError, element_list, pack_items, to_object_array, unpack_items
+from ._dtypes import np_to_triton_dtype, triton_to_np_dtype
+
+__all__ = [
+    "TRITON_RESERVED_REQUEST_PARAMS",
+    "TRITON_RESERVED_REQUEST_PARAMS_PREFIX",
+    "InferenceServerException",
+    "deserialize_bytes_tensor",
+    "np_to_triton_dtype",
+    "raise_error",
+    "serialize_byte_tensor",
+    "serialized_byte_size",
+    "triton_to_np_dtype",
+]
+
+#: Request parameters the client sets itself; users may not pass them in ``parameters``.
+TRITON_RESERVED_REQUEST_PARAMS = [
+    "sequence_id",
+    "sequence_start",
+    "sequence_end",
+    "priority",
+    "timeout",
+    "headers",
+    "binary_data_output",
+]
+#: Prefix reserved for Triton's own parameters.
+TRITON_RESERVED_REQUEST_PARAMS_PREFIX = "triton_"
+
+
+def serialize_byte_tensor(input_tensor: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Serialize a BYTES tensor (object or ``S`` array) into Triton's wire format.
+
+    Returns a 0-d object array whose single item is the framed ``bytes`` (each element
+    as a 4-byte little-endian length followed by its bytes, in C order); an empty
+    tensor gives ``np.empty([0], dtype=object)``. Object elements that are not bytes
+    are encoded as ``str(x).encode("utf-8")``.
+    """
+    if input_tensor.size == 0:
+        return np.empty([0], dtype=np.object_)
+    if input_tensor.dtype != np.object_ and input_tensor.dtype.kind != "S":
+        raise_error("cannot serialize bytes tensor: invalid datatype")
+    out = np.empty((), dtype=np.object_)
+    out[()] = pack_items(element_list(input_tensor))
+    return out
+
+
+def deserialize_bytes_tensor(
+    encoded_tensor: bytes | bytearray | memoryview,
+) -> np.ndarray[Any, Any]:
+    """Parse Triton's BYTES wire format into a 1-D object array of ``bytes``.
+
+    Raises ``InferenceServerException`` when the buffer is truncated.
+    """
+    try:
+        return to_object_array(unpack_items(encoded_tensor))
+    except BytesFramingError as e:
+        raise InferenceServerException(msg=f"unable to deserialize bytes tensor: {e}") from None
+
+
+def serialized_byte_size(tensor_value: np.ndarray[Any, Any]) -> int:
+    """Sum of ``len(element)`` over an object array (tritonclient's definition).
+
+    Like tritonclient, the 4-byte length prefixes are not counted and ``str`` elements
+    count characters.
+    """
+    if tensor_value.dtype != np.object_:
+        raise_error("The tensor_value dtype must be np.object_")
+    if tensor_value.size == 0:
+        return 0
+    return sum(map(len, tensor_value.ravel().tolist()))
