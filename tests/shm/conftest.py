@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from shm_helpers import KeyFactory, leftover_segments, new_key, unlink_segments
+from shm_helpers import KeyFactory, cuda_device_count, leftover_segments, new_key, unlink_segments
 
 from tritonhttp.utils import shared_memory as shm
 
@@ -58,19 +58,6 @@ def python() -> str:
 
 
 # --- CUDA ---------------------------------------------------------------------------------
-
-
-def cuda_device_count() -> int:
-    """Number of usable CUDA devices (0 without cuda-python, driver or GPU)."""
-    try:
-        from cuda.bindings import runtime as cudart
-    except Exception:
-        return 0
-    try:
-        error, count = cudart.cudaGetDeviceCount()
-    except Exception:
-        return 0
-    return int(count) if int(error) == 0 else 0
 
 
 @pytest.fixture(scope="session")

@@ -86,3 +86,16 @@ def run_python(code: str, *args: str, timeout: float = 60) -> subprocess.Complet
         timeout=timeout,
         cwd=ROOT,
     )
+
+
+def cuda_device_count() -> int:
+    """Number of usable CUDA devices (0 without cuda-python, driver or GPU)."""
+    try:
+        from cuda.bindings import runtime as cudart
+    except Exception:
+        return 0
+    try:
+        error, count = cudart.cudaGetDeviceCount()
+    except Exception:
+        return 0
+    return int(count) if int(error) == 0 else 0

@@ -117,7 +117,8 @@ class _ExportToken:
         self._allocation: _DeviceAllocation | None = allocation
 
     def __del__(self) -> None:
-        allocation, self._allocation = self._allocation, None
+        allocation = getattr(self, "_allocation", None)  # None if __init__ raised
+        self._allocation = None
         if allocation is not None:
             allocation.drop_export()
 
