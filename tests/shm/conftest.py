@@ -9,6 +9,7 @@ tritonclient region, ...).
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -62,7 +63,10 @@ def python() -> str:
 
 @pytest.fixture(scope="session")
 def gpu() -> int:
-    """Device 0, or skip when there is no usable GPU."""
+    """Device 0, or skip when there is no usable GPU (fail with TRITONHTTP_REQUIRE_GPU=1)."""
     if cuda_device_count() == 0:
-        pytest.skip("needs a CUDA GPU with its driver and cuda-python")
+        reason = "needs a CUDA GPU with its driver and cuda-python"
+        if os.environ.get("TRITONHTTP_REQUIRE_GPU") == "1":
+            pytest.fail(f"TRITONHTTP_REQUIRE_GPU=1 but no GPU is usable: {reason}")
+        pytest.skip(reason)
     return 0

@@ -12,8 +12,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import tritonclient.utils.shared_memory as tc_shm
-
 from tritonhttp.utils import shared_memory as shm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,18 +51,20 @@ def region(name: str, key: str, byte_size: int, **kw: Any) -> Iterator[shm.Share
             shm.destroy_shared_memory_region(handle)
 
 
-def tc_attach(name: str, key: str, byte_size: int) -> tc_shm.SharedMemoryRegion:
+def tc_attach(name: str, key: str, byte_size: int) -> Any:
     """Attach tritonclient's utils to an existing segment without its resource tracker.
 
     On Python < 3.13 ``multiprocessing.shared_memory`` registers even attached segments
     with the resource tracker, which would unlink them (and warn) when this process exits.
     """
+    import tritonclient.utils.shared_memory as tc_shm
+
     handle = tc_shm.create_shared_memory_region(name, key, byte_size)
     _untrack(handle)
     return handle
 
 
-def _untrack(handle: tc_shm.SharedMemoryRegion) -> None:
+def _untrack(handle: Any) -> None:
     if sys.version_info >= (3, 13):
         return
     from multiprocessing import resource_tracker
@@ -72,8 +72,10 @@ def _untrack(handle: tc_shm.SharedMemoryRegion) -> None:
     resource_tracker.unregister(handle._mpsm_handle._name, "shared_memory")
 
 
-def tc_detach(handle: tc_shm.SharedMemoryRegion) -> None:
+def tc_detach(handle: Any) -> None:
     """Destroy a tritonclient handle obtained from :func:`tc_attach` (never unlinks)."""
+    import tritonclient.utils.shared_memory as tc_shm
+
     tc_shm.destroy_shared_memory_region(handle)
 
 
