@@ -257,12 +257,9 @@ def _host_plan(
     for value in input_values:
         if value.dtype == np.object_:
             item = value.reshape(-1)[0] if value.size == 1 else None
-            framed = (
-                bytes(item)
-                if isinstance(item, (bytes, bytearray, memoryview))
-                else pack_items(element_list(value))
-            )
-            host = np.frombuffer(framed, dtype=np.uint8)
+            if not isinstance(item, (bytes, bytearray, memoryview)):  # not serialized yet
+                item = pack_items(element_list(value)) if value.size else b""
+            host = np.frombuffer(item, dtype=np.uint8)  # no copy of the framed bytes
         elif value.dtype.hasobject:
             raise CudaSharedMemoryException(
                 f"unable to set values in cuda shared memory: dtype {value.dtype} holds objects"
