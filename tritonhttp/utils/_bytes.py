@@ -11,6 +11,7 @@ tight scan otherwise (the layout is inherently sequential).
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Sequence
 from typing import Any
@@ -144,3 +145,48 @@ def deserialize_bytes_array(
     """Parse a BYTES buffer into an object array of ``bytes`` (1-D unless ``shape``)."""
     count = None if shape is None else int(np.prod(shape, dtype=np.int64))
     return to_object_array(unpack_items(buffer, count), shape)
+
+
+def framed_extent(
+    buffer: bytes | bytearray | memoryview | mmap.mmap, count: int, offset: int = 0
+) -> int:
+    """End offset of ``count`` framed elements that start at ``offset`` in ``buffer``.
+
+    Unlike :func:`unpack_items` the buffer may continue past the last element (a shared
+    memory region holding a tensor followed by other data). Raises
+    :class:`BytesFramingError` when the elements run past the end of the buffer.
+    """
+    view = memoryview(buffer).cast("B")
+    end = len(view)
+    if count <= 0:
+        return offset
+    if offset + 4 > end:
+        raise BytesFramingError(
+            f"incomplete BYTES length indicator at offset {offset}: expecting 4 bytes "
+            f"but only {max(end - offset, 0)} available"
+        )
+    # Fast path: every element as long as the first (fixed-width strings, ids, ...).
+    first: int = _U32.unpack_from(view, offset)[0]
+    stride = 4 + first
+    if offset + count * stride <= end:
+        rows = np.frombuffer(view, dtype=np.uint8, count=count * stride, offset=offset)
+        prefixes = np.ascontiguousarray(rows.reshape(count, stride)[:, :4]).view("<u4")
+        if bool((prefixes == first).all()):
+            return offset + count * stride
+    unpack = _U32.unpack_from
+    off = offset
+    for index in range(count):
+        if off + 4 > end:
+            raise BytesFramingError(
+                f"incomplete BYTES length indicator at offset {off}: expecting 4 bytes "
+                f"but only {end - off} available"
+            )
+        length: int = unpack(view, off)[0]
+        start = off + 4
+        off = start + length
+        if off > end:
+            raise BytesFramingError(
+                f"BYTES element {index} at offset {start} claims {length} bytes "
+                f"but only {end - start} remain"
+            )
+    return off
