@@ -14,7 +14,7 @@ import numpy as np
 
 from ._errors import InferenceServerException, raise_error
 from ._protocol import ParsedInferResponse, parse_infer_response
-from .utils._bytes import BytesFramingError, serialize_bytes_array, to_object_array, unpack_items
+from .utils._bytes import BytesFramingError, serialize_bytes_array, unpack_array
 from .utils._dtypes import TRITON_TO_NUMPY, triton_dtype_of, triton_to_np_dtype
 
 __all__ = ["InferInput", "InferRequestedOutput", "InferResult"]
@@ -328,7 +328,7 @@ class InferResult:
                 data = self._buffer[start : start + size]
                 if datatype == "BYTES":
                     try:
-                        array = to_object_array(unpack_items(data))
+                        array = unpack_array(data)
                     except BytesFramingError as e:
                         raise InferenceServerException(
                             msg=f"unable to deserialize BYTES output '{name}': {e}"

@@ -116,6 +116,7 @@ class ResponseReader:
         "_chunks",
         "_fields",
         "_filled",
+        "_keep_alive",
         "_length",
         "_parser",
         "_started",
@@ -131,6 +132,7 @@ class ResponseReader:
         self._filled = 0
         self._chunks: list[bytes] | None = None
         self._started = False
+        self._keep_alive = False
         self.complete = False
         self.status = 0
 
@@ -151,6 +153,7 @@ class ResponseReader:
             self._length = -1
             return
         self.status = status
+        self._keep_alive = self._parser.should_keep_alive()
         if self._length >= 0:
             n = self._length
             # numpy skips the zero-fill of large buffers (pages are mapped as they fill)
@@ -214,15 +217,13 @@ class ResponseReader:
 
     def response(self) -> Response:
         """The finished response (only once :attr:`complete`)."""
+        keep_alive = self._keep_alive
         if self._body is not None:
             body = self._body
-            keep_alive = self._parser.should_keep_alive()
         else:
             body = memoryview(bytearray(b"".join(self._chunks or ())))
-            keep_alive = self._length >= 0 and self._parser.should_keep_alive()
-            if self._chunks is not None and self._length < 0:
-                # chunked (complete via the parser) keeps the connection; close-delimited not
-                keep_alive = self._parser.should_keep_alive() and self._chunked()
+            # a body delimited by closing the connection ends the connection
+            keep_alive = keep_alive and self._chunked()
         headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in self._fields]
         return Response(self.status, headers, body, keep_alive)
 
