@@ -10,6 +10,7 @@ identical except for the documented differences:
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import re
 import socket
@@ -126,10 +127,8 @@ class CaptureServer:
     def close(self) -> None:
         self.sock.close()
         for conn in self.connections:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         for t in self.threads:
             t.join(5)
         self.thread.join(5)
