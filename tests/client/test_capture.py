@@ -125,6 +125,8 @@ class CaptureServer:
         return out
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
         self.sock.close()
         for conn in self.connections:
             with contextlib.suppress(OSError):
