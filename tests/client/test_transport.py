@@ -236,20 +236,22 @@ def test_use_after_close_is_a_runtime_error() -> None:
 
 
 def test_connections_are_kept_alive_and_bounded() -> None:
-    with serving(answer_ok) as server:
-        with tritonhttp.InferenceServerClient(server.url, concurrency=3) as client:
-            for _ in range(20):
-                client.get_server_metadata()
-            assert server.connections == 1
-            threads = [
-                threading.Thread(target=lambda: [client.get_server_metadata() for _ in range(20)])
-                for _ in range(8)
-            ]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            assert 1 <= server.connections <= 3
+    with (
+        serving(answer_ok) as server,
+        tritonhttp.InferenceServerClient(server.url, concurrency=3) as client,
+    ):
+        for _ in range(20):
+            client.get_server_metadata()
+        assert server.connections == 1
+        threads = [
+            threading.Thread(target=lambda: [client.get_server_metadata() for _ in range(20)])
+            for _ in range(8)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert 1 <= server.connections <= 3
 
 
 def test_idle_connection_closed_by_the_server_is_replaced() -> None:
@@ -257,12 +259,14 @@ def test_idle_connection_closed_by_the_server_is_replaced() -> None:
 
     def one_per_connection(conn: socket.socket, index: int, request: bytes) -> bool:
         if request.startswith(b"POST"):
-            header = b'{"outputs":[{"name":"O","datatype":"INT32","shape":[1],"parameters":{"binary_data_size":4}}]}'
+            header = (
+                b'{"outputs":[{"name":"O","datatype":"INT32","shape":[1],'
+                b'"parameters":{"binary_data_size":4}}]}'
+            )
             body = header + b"\x07\x00\x00\x00"
             conn.sendall(
-                b"HTTP/1.1 200 OK\r\nInference-Header-Content-Length: %d\r\nContent-Length: %d\r\n\r\n"
-                % (len(header), len(body))
-                + body
+                b"HTTP/1.1 200 OK\r\nInference-Header-Content-Length: %d\r\n"
+                b"Content-Length: %d\r\n\r\n" % (len(header), len(body)) + body
             )
         else:
             conn.sendall(OK_JSON)
