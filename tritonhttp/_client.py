@@ -255,9 +255,14 @@ class InferenceServerClient:
     # -- request pipeline ----------------------------------------------------------------
 
     def _send(
-        self, call: Call, headers: Mapping[str, Any] | None, query_params: Mapping[str, Any] | None
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        queued: bool = False,
     ) -> Response:
-        if self._closed:
+        # ``queued``: an async_infer request accepted before close(), which it waits for.
+        if self._closed and not queued:
             raise ClientClosedError("the client has been closed")
         method = call.method
         size = call.size
@@ -721,7 +726,7 @@ class InferenceServerClient:
         # The outcome is returned, never raised: a TimeoutError raised by the request
         # must not look like get_result's own wait timing out.
         try:
-            return _result_from(self._send(call, headers, query_params), self._verbose)
+            return _result_from(self._send(call, headers, query_params, True), self._verbose)
         except Exception as e:
             return e
         finally:
