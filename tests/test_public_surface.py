@@ -8,8 +8,8 @@ its reason (each one is also described in docs/migration.md).
 """
 
 from __future__ import annotations
-
 import __future__
+
 import inspect
 import types
 from typing import Any
