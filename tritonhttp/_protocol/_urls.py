@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,7 @@ def parse_server_url(url: str, ssl: bool) -> ServerAddress:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def quote_name(name: str) -> str:
     """Quote a model or region name for a path (``/`` kept, space -> ``%20``)."""
     return quote(name)
