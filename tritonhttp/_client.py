@@ -170,10 +170,18 @@ class InferenceServerClient:
         self.close()
 
     def __del__(self) -> None:
-        # No I/O and no waiting here: this may run on any thread, at any time.
-        if not self._closed:
-            self._closed = True
+        # No I/O and no waiting here: this may run on any thread, at any time (even
+        # during interpreter shutdown, when module globals may already be gone).
+        if self._closed:
+            return
+        self._closed = True
+        try:
             warnings.warn(f"unclosed {self!r}", ResourceWarning, stacklevel=1, source=self)
+        except ResourceWarning:
+            raise  # warnings turned into errors (e.g. under pytest): let it show
+        except Exception:  # interpreter shutdown: nothing left to warn with
+            pass
+        finally:
             if self._executor is not None:
                 self._executor.shutdown(wait=False)
             self._pool.close()
