@@ -55,6 +55,8 @@ def parse_server_url(url: str, ssl: bool) -> ServerAddress:
     if not host:
         raise InferenceServerException(msg=f"invalid url {url!r}: no host")
     base = parts.path + (f"?{parts.query}" if parts.query else "")
+    if any(c <= " " or c == "\x7f" for c in base):
+        raise InferenceServerException(msg=f"invalid url {url!r}: the path has blanks")
     return ServerAddress(
         scheme=scheme,
         host=host,
