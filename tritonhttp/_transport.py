@@ -113,29 +113,49 @@ class _Connection:
         sent_all = False
         reader = ResponseReader()
         try:
-            if self._tls:
-                self._send_tls(head, body)
-            else:
-                self._send(head, body, len(head) + size)
-            sent_all = True
-            sock = self._sock
-            view = self._view
-            while not reader.complete:
-                window = reader.body_window()
-                if window is not None:
-                    n = sock.recv_into(window)
-                    if n:
-                        reader.body_received(n)
-                        continue
+            try:
+                if self._tls:
+                    self._send_tls(head, body)
                 else:
-                    n = sock.recv_into(self._scratch)
-                    if n:
-                        reader.feed(view[:n])
-                        continue
-                reader.eof()
+                    self._send(head, body, len(head) + size)
+            except (BrokenPipeError, ConnectionResetError) as send_error:
+                # The server may have answered early (e.g. an error before reading a
+                # large body) and closed: show its answer rather than the broken pipe.
+                early = self._early_answer(reader)
+                if early is None:
+                    raise send_error from None
+                return early
+            sent_all = True
+            self._receive(reader)
             return reader.response()
         except (OSError, TransportError) as e:
             raise _Failure(e, sent_all, reader.started) from e
+
+    def _receive(self, reader: ResponseReader) -> None:
+        sock = self._sock
+        view = self._view
+        while not reader.complete:
+            window = reader.body_window()
+            if window is not None:
+                n = sock.recv_into(window)
+                if n:
+                    reader.body_received(n)
+                    continue
+            else:
+                n = sock.recv_into(self._scratch)
+                if n:
+                    reader.feed(view[:n])
+                    continue
+            reader.eof()
+
+    def _early_answer(self, reader: ResponseReader) -> Response | None:
+        try:
+            self._receive(reader)
+        except (OSError, TransportError):
+            return None
+        response = reader.response()
+        response.keep_alive = False
+        return response
 
     def _send(self, head: bytes, body: Sequence[Buffer], total: int) -> None:
         sock = self._sock

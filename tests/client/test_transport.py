@@ -477,3 +477,38 @@ def test_tls_options_behave_like_tritonclient(
     ) as client:
         assert client.get_server_metadata() == {"name": "ok"}
         assert client.is_server_live() is True
+
+
+def test_an_early_error_answer_is_shown_instead_of_a_broken_pipe() -> None:
+    """The server refuses a large body after its head (client#866): show its answer."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+
+    def refuse() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            body = b'{"error":"request entity too large"}'
+            conn.sendall(
+                b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+            )
+            conn.shutdown(socket.SHUT_WR)
+            time.sleep(0.2)
+            # closing with unread data makes the kernel reset the connection
+
+    thread = threading.Thread(target=refuse)
+    thread.start()
+    big = np.zeros(32 << 20, np.uint8)
+    try:
+        with tritonhttp.InferenceServerClient(f"127.0.0.1:{port}") as client:
+            inputs = [tritonhttp.InferInput("I", [big.size], "UINT8").set_data_from_numpy(big)]
+            with pytest.raises(tritonhttp.InferenceServerException) as info:
+                client.infer("m", inputs)
+        assert str(info.value) == "[413] request entity too large"
+    finally:
+        thread.join(5)
+        listener.close()
