@@ -29,6 +29,8 @@ Transport errors also derive from the builtin exception that tritonclient let th
 from __future__ import annotations
 
 import builtins
+import socket
+import ssl
 from typing import Any
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "TransportError",
     "raise_error",
     "server_error",
+    "transport_error",
 ]
 
 
@@ -133,6 +136,26 @@ class ProtocolError(TransportError):
     """The server's answer broke HTTP or Triton's framing."""
 
 
+class _Reset(TransportError, ConnectionResetError):
+    """The server closed or reset the connection (also a ``ConnectionResetError``)."""
+
+
+class _Unresolvable(ConnectError, socket.gaierror):
+    """The host name did not resolve (also a ``socket.gaierror``, as tritonclient raised)."""
+
+
+class _TLSFailure(ConnectError, ssl.SSLError):
+    """The TLS handshake failed (also an ``ssl.SSLError``, as tritonclient raised)."""
+
+
+class _InvalidArgument(InferenceServerException, ValueError):
+    """An argument that cannot be put on the wire (also a ``ValueError``, as before)."""
+
+
+class _InvalidType(InferenceServerException, TypeError):
+    """An argument of the wrong type (also a ``TypeError``, as before)."""
+
+
 class ClientClosedError(InferenceServerException, RuntimeError):
     """The client was used after ``close()`` (also a ``RuntimeError``, as before)."""
 
@@ -183,3 +206,26 @@ def server_error(status: int, msg: str | None, debug_details: str | None = None)
 def raise_error(msg: str) -> None:
     """Raise ``InferenceServerException(msg)`` without exception context."""
     raise InferenceServerException(msg=msg) from None
+
+
+def transport_error(exc: BaseException, url: str, *, connecting: bool) -> TransportError:
+    """The typed error for an ``OSError`` raised while talking to ``url``.
+
+    The message names the URL and keeps the original text; the original exception is
+    meant to be chained by the caller (``raise transport_error(e, url, ...) from e``).
+    """
+    what = "connect to" if connecting else "talk to"
+    text = f"failed to {what} {url}: {exc or type(exc).__name__}"
+    if isinstance(exc, builtins.TimeoutError):
+        return (ConnectTimeout if connecting else ReadTimeout)(text)
+    if isinstance(exc, ConnectionRefusedError):
+        return _Refused(text)
+    if isinstance(exc, socket.gaierror):
+        return _Unresolvable(text)
+    if isinstance(exc, ssl.SSLError):
+        return _TLSFailure(text)
+    if isinstance(exc, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):
+        return _Reset(text)
+    if connecting:
+        return ConnectError(text)
+    return TransportError(text)

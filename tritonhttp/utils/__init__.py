@@ -13,7 +13,7 @@ import ml_dtypes  # noqa: F401  (BF16 arrays are ml_dtypes.bfloat16, as in trito
 import numpy as np
 
 from .._errors import InferenceServerException, raise_error
-from ._bytes import BytesFramingError, element_list, pack_items, to_object_array, unpack_items
+from ._bytes import BytesFramingError, element_list, pack_items, unpack_array
 from ._dtypes import np_to_triton_dtype, triton_to_np_dtype
 
 __all__ = [
@@ -67,7 +67,7 @@ def deserialize_bytes_tensor(
     Raises ``InferenceServerException`` when the buffer is truncated.
     """
     try:
-        return to_object_array(unpack_items(encoded_tensor))
+        return unpack_array(encoded_tensor)
     except BytesFramingError as e:
         raise InferenceServerException(msg=f"unable to deserialize bytes tensor: {e}") from None
 

@@ -3,10 +3,15 @@
 Wire format: for every element in row-major order, a 4-byte little-endian unsigned
 length followed by that many raw bytes; no padding, no element count.
 
-Both directions avoid per-element Python bytecode on the hot path: serialization is one
-``bytes.join`` over interleaved length prefixes (made by numpy) and payloads;
-deserialization takes a numpy fast path when every element has the same length and a
-tight scan otherwise (the layout is inherently sequential).
+Both directions avoid per-element Python bytecode on the hot path:
+
+* serialization writes the length prefixes and the joined payload into one numpy buffer
+  (short elements) or joins prefixes interleaved with the elements (long ones);
+* deserialization takes a numpy fast path when every element has the same length, then a
+  vectorized guess-and-verify parse (element starts guessed from the zero bytes of the
+  length prefixes, then checked to form exactly the chain of lengths from offset 0 to
+  the end, so a wrong guess can never be accepted), and a tight scan otherwise (the
+  layout is inherently sequential).
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ import numpy as np
 
 _U32 = struct.Struct("<I")
 _MAX_ELEMENT = 0xFFFFFFFF
+_SMALL = 16  # up to this many elements a plain loop beats numpy's fixed costs
+_LONG = 64  # average element length from which interleaving beats scattering
+_VECTORIZE_FROM = 4096  # buffer size from which the vectorized parse pays off
 
 
 class BytesFramingError(ValueError):
@@ -49,14 +57,35 @@ def pack_items(items: Sequence[bytes]) -> bytes:
     n = len(items)
     if n == 0:
         return b""
-    lengths = np.fromiter(map(len, items), dtype=np.uint64, count=n)
+    if n <= _SMALL:
+        parts: list[bytes] = []
+        for item in items:
+            if len(item) > _MAX_ELEMENT:
+                raise ValueError("a BYTES element is larger than 4 GiB")
+            parts += (_U32.pack(len(item)), item)
+        return b"".join(parts)
+    lengths = np.fromiter(map(len, items), dtype=np.int64, count=n)
     if int(lengths.max()) > _MAX_ELEMENT:
         raise ValueError("a BYTES element is larger than 4 GiB")
-    prefixes: list[bytes] = lengths.astype("<u4").view("V4").tolist()
-    parts: list[bytes] = [b""] * (2 * n)
-    parts[0::2] = prefixes
-    parts[1::2] = items
-    return b"".join(parts)
+    prefixes = lengths.astype("<u4")
+    payload = b"".join(items)
+    if len(payload) >= _LONG * n:
+        # Long elements: interleave the prefixes with the elements, one join.
+        interleaved: list[bytes] = [b""] * (2 * n)
+        interleaved[0::2] = prefixes.view("V4").tolist()
+        interleaved[1::2] = items
+        return b"".join(interleaved)
+    # Short elements: scatter prefixes and payload bytes into one buffer.
+    out = np.empty(4 * n + len(payload), dtype=np.uint8)
+    starts = np.arange(0, 4 * n, 4, dtype=np.int64)
+    starts[1:] += np.cumsum(lengths[:-1])
+    is_payload = np.ones(out.size, dtype=np.bool_)
+    prefix_bytes = prefixes.view(np.uint8).reshape(n, 4)
+    for k in range(4):
+        out[starts + k] = prefix_bytes[:, k]
+        is_payload[starts + k] = False
+    out[is_payload] = np.frombuffer(payload, dtype=np.uint8)
+    return out.tobytes()
 
 
 def serialize_bytes_array(array: np.ndarray[Any, Any]) -> bytes:
@@ -89,25 +118,93 @@ def _equal_length(buf: bytes, first_len: int, count: int | None) -> list[bytes] 
     return result
 
 
+def _verified_starts(
+    u8: np.ndarray[Any, Any], count: int | None
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """Element starts and lengths guessed from the prefixes' zero bytes, if verified.
+
+    Guess: for elements shorter than 16 MiB the last prefix byte is zero and, in text
+    without NULs, is the end of a run of zero bytes. Verification: the guessed starts
+    must be exactly the chain 0 -> 4 + len -> ... -> end, which is the unique parse.
+    """
+    total = u8.size
+    zero = u8 == 0
+    starts = np.flatnonzero(zero[:-1] & ~zero[1:]) - 3
+    n = starts.size
+    if n == 0 or starts[0] != 0 or (count is not None and n != count):
+        return None
+    lengths = (
+        u8[starts].astype(np.int64)
+        | (u8[starts + 1].astype(np.int64) << 8)
+        | (u8[starts + 2].astype(np.int64) << 16)
+        | (u8[starts + 3].astype(np.int64) << 24)
+    )
+    ends = starts + 4 + lengths
+    if ends[-1] != total or not np.array_equal(ends[:-1], starts[1:]):
+        return None
+    return starts, lengths
+
+
+def _unpack_vectorized(buf: bytes, count: int | None) -> np.ndarray[Any, Any] | None:
+    """Object array of the elements via the verified guess, or None when it does not apply."""
+    u8 = np.frombuffer(buf, dtype=np.uint8)
+    found = _verified_starts(u8, count)
+    if found is None:
+        return None
+    starts, lengths = found
+    n = starts.size
+    width = int(lengths.max())
+    ends = starts + 4 + lengths
+    # Elements are recovered through a NUL-padded S<width> array, which strips trailing
+    # NULs: only valid when no element ends with one.
+    if width == 0 or n * width > 8 * u8.size or bool((u8[ends[lengths > 0] - 1] == 0).any()):
+        return None
+    is_payload = np.ones(u8.size, dtype=np.bool_)
+    for k in range(4):
+        is_payload[starts + k] = False
+    payload = u8[is_payload]
+    row_shift = np.arange(n, dtype=np.int64) * width - (np.cumsum(lengths) - lengths)
+    padded = np.zeros(n * width, dtype=np.uint8)
+    padded[np.arange(payload.size, dtype=np.int64) + np.repeat(row_shift, lengths)] = payload
+    return padded.view(f"S{width}").astype(np.object_)
+
+
 def unpack_items(buffer: bytes | bytearray | memoryview, count: int | None = None) -> list[bytes]:
     """Split a BYTES buffer into its elements.
 
     ``count`` (when given) is the expected number of elements; the whole buffer must be
     consumed either way. Raises :class:`BytesFramingError` on malformed input.
     """
+    result: list[bytes] = unpack_array(buffer, count).tolist()
+    return result
+
+
+def unpack_array(
+    buffer: bytes | bytearray | memoryview, count: int | None = None
+) -> np.ndarray[Any, Any]:
+    """Like :func:`unpack_items` but returns a 1-D object array of ``bytes``."""
     buf = buffer if isinstance(buffer, bytes) else bytes(buffer)
     end = len(buf)
     if end == 0:
         if count:
             raise BytesFramingError(f"expected {count} BYTES elements, got an empty buffer")
-        return []
+        return to_object_array([])
     if end < 4:
         raise BytesFramingError(
             f"incomplete BYTES length indicator: expecting 4 bytes but only {end} available"
         )
     fast = _equal_length(buf, _U32.unpack_from(buf, 0)[0], count)
     if fast is not None:
-        return fast
+        return to_object_array(fast)
+    if end >= _VECTORIZE_FROM:
+        vectorized = _unpack_vectorized(buf, count)
+        if vectorized is not None:
+            return vectorized
+    return to_object_array(_scan(buf, count))
+
+
+def _scan(buf: bytes, count: int | None) -> list[bytes]:
+    end = len(buf)
     unpack = _U32.unpack_from
     items: list[bytes] = []
     append = items.append
@@ -144,7 +241,8 @@ def deserialize_bytes_array(
 ) -> np.ndarray[Any, Any]:
     """Parse a BYTES buffer into an object array of ``bytes`` (1-D unless ``shape``)."""
     count = None if shape is None else int(np.prod(shape, dtype=np.int64))
-    return to_object_array(unpack_items(buffer, count), shape)
+    array = unpack_array(buffer, count)
+    return array if shape is None else array.reshape(shape)
 
 
 def framed_extent(

@@ -1,0 +1,739 @@
+"""The synchronous client: tritonclient.http's ``InferenceServerClient``, thread-safe.
+
+Every method builds its request with the sans-IO core (``tritonhttp._protocol``) and
+sends it through a pool of keep-alive connections (``tritonhttp._transport``). One
+client may be shared by any number of threads; ``async_infer`` runs requests on a small
+thread pool and returns at once.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import importlib.metadata
+import ssl as _ssl
+import threading
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ._errors import (
+    ClientClosedError,
+    InferenceServerException,
+    TransportError,
+    raise_error,
+)
+from ._plugin import Request
+from ._protocol import (
+    JSON,
+    PROBE,
+    RESULT,
+    Call,
+    Endpoints,
+    Response,
+    build_infer_body,
+    encode_request_head,
+    error_for,
+    header_fields,
+    loads,
+    parse_infer_response,
+    parse_server_url,
+    request_target,
+)
+from ._tensors import InferInput, InferRequestedOutput, InferResult
+from ._transport import ConnectionPool, make_ssl_context
+
+__all__ = ["InferAsyncRequest", "InferenceServerClient"]
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("tritonhttp")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - source checkout
+        return "0"
+
+
+_USER_AGENT = f"tritonhttp/{_version()}"
+
+_TRANSFER_ENCODING_MESSAGE = (
+    "Unsupported HTTP header: 'Transfer-Encoding' is not supported in the Python client "
+    "library. Use raw HTTP request libraries or the C++ client instead for this header."
+)
+
+
+def _result_from(response: Response, verbose: bool) -> InferResult:
+    error = error_for(response.status, response.body)
+    if error is not None:
+        raise error
+    return InferResult._from_parsed(
+        parse_infer_response(
+            response.body,
+            response.get("Inference-Header-Content-Length"),
+            response.get("Content-Encoding"),
+            verbose,
+        )
+    )
+
+
+class InferAsyncRequest:
+    """Handle of a request started by :meth:`InferenceServerClient.async_infer`.
+
+    Args:
+        greenlet: the ``concurrent.futures.Future`` of the request (the name is
+            tritonclient's, whose handle wrapped a greenlet).
+        verbose: print the result header when it is read.
+    """
+
+    def __init__(
+        self,
+        greenlet: concurrent.futures.Future[InferResult | BaseException],
+        verbose: bool = False,
+    ) -> None:
+        self._future = greenlet
+        self._verbose = verbose
+
+    def get_result(self, block: bool = True, timeout: float | None = None) -> InferResult:
+        """Wait for and return the :class:`InferResult` (from any thread, any number of times).
+
+        ``block=False`` does not wait; ``timeout`` limits the wait in seconds (the request
+        itself goes on).
+
+        Raises:
+            InferenceServerException: the result is not ready in time ("failed to obtain
+                inference response"), or the server answered with an error.
+        """
+        try:
+            outcome = self._future.result(timeout=timeout if block else 0)
+        except concurrent.futures.TimeoutError:
+            raise_error("failed to obtain inference response")
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def __repr__(self) -> str:
+        state = "done" if self._future.done() else "pending"
+        return f"<InferAsyncRequest {state}>"
+
+
+class InferenceServerClient:
+    """A client for Triton's HTTP/REST API; a drop-in for ``tritonclient.http``'s.
+
+    Unlike tritonclient's, one client can be used from any number of threads: it keeps
+    up to ``concurrency`` keep-alive connections and a request waits for a free one.
+
+    Args:
+        url: ``host:port`` with an optional base path (``gw:443/triton``); no scheme.
+        verbose: print every request and response to stdout.
+        concurrency: the maximum number of simultaneous connections (and of requests on
+            the wire).
+        connection_timeout: seconds to establish a connection (None: no limit).
+        network_timeout: seconds for each send or receive on a socket (None: no limit).
+        max_greenlets: the maximum number of outstanding ``async_infer`` requests
+            (``async_infer`` blocks while that many are pending); None: unbounded.
+        ssl: use HTTPS.
+        ssl_options: ``ca_certs``, ``certfile``/``keyfile``, ``ciphers``, ``options``,
+            ``verify_flags``, ``server_hostname`` (and ``cert_reqs``).
+        ssl_context_factory: a callable returning an ``ssl.SSLContext``.
+        insecure: do not check the server's host name against its certificate.
+
+    Raises:
+        InferenceServerException: the URL includes a scheme or is invalid.
+    """
+
+    _closed = True  # until __init__ has built everything: __del__ stays quiet
+    _executor: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def __init__(
+        self,
+        url: str,
+        verbose: bool = False,
+        concurrency: int = 1,
+        connection_timeout: float | None = 60.0,
+        network_timeout: float | None = 60.0,
+        max_greenlets: int | None = None,
+        ssl: bool = False,
+        ssl_options: Mapping[str, Any] | None = None,
+        ssl_context_factory: Callable[..., _ssl.SSLContext] | None = None,
+        insecure: bool = False,
+    ) -> None:
+        address = parse_server_url(url, ssl)
+        self._address = address
+        self._base_uri = address.base_path
+        self._host = address.host_header
+        self._verbose = verbose
+        self._plugin: Any = None
+        ssl_context = None
+        server_hostname = None
+        if ssl:
+            try:
+                ssl_context = make_ssl_context(ssl_options, ssl_context_factory, insecure)
+            except (OSError, ValueError) as e:
+                raise InferenceServerException(msg=f"invalid SSL configuration: {e}") from e
+            server_hostname = (ssl_options or {}).get("server_hostname")
+        try:
+            self._pool = ConnectionPool(
+                address,
+                concurrency,
+                connection_timeout,
+                network_timeout,
+                ssl_context,
+                server_hostname,
+            )
+        except ValueError as e:
+            raise InferenceServerException(msg=str(e)) from None
+        self._concurrency = concurrency
+        if max_greenlets is not None and max_greenlets < 1:
+            raise InferenceServerException(msg="max_greenlets must be a positive integer or None")
+        self._pending = threading.BoundedSemaphore(max_greenlets) if max_greenlets else None
+        self._executor_lock = threading.Lock()
+        # Head prefix for the common case (no caller headers, no plugin, no query).
+        self._fast_tail = f"User-Agent: {_USER_AGENT}\r\nHost: {self._host}\r\n"
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def __enter__(self) -> InferenceServerClient:
+        return self
+
+    def __exit__(self, type: Any, value: Any, traceback: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # No I/O and no waiting here: this may run on any thread, at any time.
+        if not self._closed:
+            self._closed = True
+            warnings.warn(f"unclosed {self!r}", ResourceWarning, stacklevel=1, source=self)
+            if self._executor is not None:
+                self._executor.shutdown(wait=False)
+            self._pool.close()
+
+    def __repr__(self) -> str:
+        return f"<InferenceServerClient {self._address.url}>"
+
+    def close(self) -> None:
+        """Wait for outstanding ``async_infer`` requests, then close all connections.
+
+        Idempotent; afterwards every call raises ``ClientClosedError`` (a ``RuntimeError``).
+        """
+        if self._closed:
+            return
+        self._closed = True
+        with self._executor_lock:
+            executor = self._executor
+        if executor is not None:
+            executor.shutdown(wait=True)
+        self._pool.close()
+
+    # -- plugins -------------------------------------------------------------------------
+
+    def register_plugin(self, plugin: Any) -> None:
+        """Register a plugin (called with a :class:`Request` before every request).
+
+        Raises:
+            InferenceServerException: a plugin is already registered.
+        """
+        if self._plugin is not None:
+            raise_error(
+                "A plugin is already registered. Please unregister the previous plugin "
+                "first before registering a new plugin."
+            )
+        self._plugin = plugin
+
+    def plugin(self) -> Any:
+        """The registered plugin, or None."""
+        return self._plugin
+
+    def unregister_plugin(self) -> None:
+        """Remove the registered plugin.
+
+        Raises:
+            InferenceServerException: no plugin is registered.
+        """
+        if self._plugin is None:
+            raise_error("No plugin has been registered.")
+        self._plugin = None
+
+    # -- request pipeline ----------------------------------------------------------------
+
+    def _send(
+        self, call: Call, headers: Mapping[str, Any] | None, query_params: Mapping[str, Any] | None
+    ) -> Response:
+        if self._closed:
+            raise ClientClosedError("the client has been closed")
+        method = call.method
+        size = call.size
+        if not headers and self._plugin is None and query_params is None and not self._verbose:
+            # Fast path: the head is the fixed layout with the library headers only.
+            extra = ""
+            if call.headers:
+                extra = "".join(f"{k}: {v}\r\n" for k, v in call.headers.items())
+            length = f"Content-Length: {size}\r\n" if method == "POST" else ""
+            head = (
+                f"{method} {self._base_uri}/{call.path} HTTP/1.1\r\nUser-Agent: {_USER_AGENT}\r\n"
+                f"{extra}Host: {self._host}\r\n{length}\r\n"
+            ).encode("latin-1")
+        else:
+            effective: dict[str, Any] = dict(headers) if headers else {}
+            if call.headers:
+                effective.update(call.headers)
+            if self._plugin is not None:
+                request = Request(effective)
+                self._plugin(request)
+                effective = request.headers
+            if effective and any(
+                isinstance(k, str) and k.lower() == "transfer-encoding" for k in effective
+            ):
+                raise_error(_TRANSFER_ENCODING_MESSAGE)
+            target = request_target(self._base_uri, call.path, query_params)
+            if self._verbose:
+                if method == "GET":
+                    print(f"GET {target}, headers {effective}")
+                else:
+                    body = call.printable
+                    if call.kind == RESULT:
+                        body = b"".join(call.body)
+                    print(f"POST {target}, headers {effective}\n{body}")
+            fields = header_fields(
+                _USER_AGENT, effective, self._host, size if method == "POST" else None
+            )
+            head = encode_request_head(method, target, fields)
+        response = self._pool.request(head, call.body, size, idempotent=method == "GET")
+        if self._verbose:
+            print(response)
+        return response
+
+    def _json(
+        self, call: Call, headers: Mapping[str, Any] | None, query_params: Mapping[str, Any] | None
+    ) -> Any:
+        response = self._send(call, headers, query_params)
+        error = error_for(response.status, response.body)
+        if error is not None:
+            raise error
+        if call.kind != JSON:
+            if self._verbose and call.done_message:
+                print(call.done_message)
+            return None
+        content = bytes(response.body)
+        if self._verbose:
+            print(content)
+        return loads(content)
+
+    def _probe(
+        self, call: Call, headers: Mapping[str, Any] | None, query_params: Mapping[str, Any] | None
+    ) -> bool:
+        assert call.kind == PROBE
+        try:
+            return self._send(call, headers, query_params).status == 200
+        except TransportError:
+            return False
+
+    # -- health --------------------------------------------------------------------------
+
+    def is_server_live(
+        self,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Whether the server is live (False also when it cannot be reached)."""
+        return self._probe(Endpoints.server_live(), headers, query_params)
+
+    def is_server_ready(
+        self,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Whether the server is ready (False also when it cannot be reached)."""
+        return self._probe(Endpoints.server_ready(), headers, query_params)
+
+    def is_model_ready(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Whether the model (version) is ready (False also when the server is unreachable)."""
+        return self._probe(Endpoints.model_ready(model_name, model_version), headers, query_params)
+
+    # -- metadata and configuration ------------------------------------------------------
+
+    def get_server_metadata(
+        self,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """The server's metadata (name, version, extensions) as a dict."""
+        return self._json(Endpoints.server_metadata(), headers, query_params)
+
+    def get_model_metadata(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """A model's metadata (versions, platform, inputs, outputs) as a dict."""
+        return self._json(
+            Endpoints.model_metadata(model_name, model_version), headers, query_params
+        )
+
+    def get_model_config(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """A model's configuration as a dict."""
+        return self._json(Endpoints.model_config(model_name, model_version), headers, query_params)
+
+    def get_model_repository_index(
+        self,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """The models in the repository with their state (a list of dicts)."""
+        return self._json(Endpoints.repository_index(), headers, query_params)
+
+    def load_model(
+        self,
+        model_name: str,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        config: str | None = None,
+        files: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Load (or reload) a model; ``config`` is a JSON string, ``files`` path -> bytes."""
+        self._json(Endpoints.load_model(model_name, config, files), headers, query_params)
+
+    def unload_model(
+        self,
+        model_name: str,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        unload_dependents: bool = False,
+    ) -> None:
+        """Unload a model (and, optionally, the models depending on it)."""
+        self._json(Endpoints.unload_model(model_name, unload_dependents), headers, query_params)
+
+    def get_inference_statistics(
+        self,
+        model_name: str = "",
+        model_version: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Inference statistics of one model (version) or of all models."""
+        return self._json(
+            Endpoints.inference_statistics(model_name, model_version), headers, query_params
+        )
+
+    def update_trace_settings(
+        self,
+        model_name: str | None = None,
+        settings: Mapping[str, Any] = {},
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Update the global or a model's trace settings; returns the new settings."""
+        return self._json(
+            Endpoints.update_trace_settings(model_name, settings), headers, query_params
+        )
+
+    def get_trace_settings(
+        self,
+        model_name: str | None = None,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """The global or a model's trace settings."""
+        return self._json(Endpoints.trace_settings(model_name), headers, query_params)
+
+    def update_log_settings(
+        self,
+        settings: Mapping[str, Any],
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Update the log settings; returns the new settings."""
+        return self._json(Endpoints.update_log_settings(settings), headers, query_params)
+
+    def get_log_settings(
+        self,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """The log settings."""
+        return self._json(Endpoints.log_settings(), headers, query_params)
+
+    # -- shared memory -------------------------------------------------------------------
+
+    def get_system_shared_memory_status(
+        self,
+        region_name: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Status of one or all registered system shared-memory regions."""
+        return self._json(Endpoints.shm_status("system", region_name), headers, query_params)
+
+    def register_system_shared_memory(
+        self,
+        name: str,
+        key: str,
+        byte_size: int,
+        offset: int = 0,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Register a system shared-memory region (``key`` as used to create it)."""
+        self._json(
+            Endpoints.register_system_shm(name, key, byte_size, offset), headers, query_params
+        )
+
+    def unregister_system_shared_memory(
+        self,
+        name: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Unregister one (or, with no name, every) system shared-memory region."""
+        self._json(Endpoints.unregister_shm("system", name), headers, query_params)
+
+    def get_cuda_shared_memory_status(
+        self,
+        region_name: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Status of one or all registered CUDA shared-memory regions."""
+        return self._json(Endpoints.shm_status("cuda", region_name), headers, query_params)
+
+    def register_cuda_shared_memory(
+        self,
+        name: str,
+        raw_handle: bytes,
+        device_id: int,
+        byte_size: int,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Register a CUDA shared-memory region (``raw_handle``: base64 IPC handle)."""
+        self._json(
+            Endpoints.register_cuda_shm(name, raw_handle, device_id, byte_size),
+            headers,
+            query_params,
+        )
+
+    def unregister_cuda_shared_memory(
+        self,
+        name: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Unregister one (or, with no name, every) CUDA shared-memory region."""
+        self._json(Endpoints.unregister_shm("cuda", name), headers, query_params)
+
+    # -- inference -----------------------------------------------------------------------
+
+    @staticmethod
+    def generate_request_body(
+        inputs: Sequence[InferInput],
+        outputs: Sequence[InferRequestedOutput] | None = None,
+        request_id: str = "",
+        sequence_id: int | str = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        priority: int = 0,
+        timeout: int | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> tuple[bytes, int | None]:
+        """The inference request body and its JSON header length (None: JSON only).
+
+        For sending the request with another HTTP stack; set the
+        ``Inference-Header-Content-Length`` header to the length when it is not None.
+        """
+        body = build_infer_body(
+            inputs,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            parameters,
+        )
+        return body.joined(), body.json_size
+
+    @staticmethod
+    def parse_response_body(
+        response_body: bytes | bytearray | memoryview | str,
+        verbose: bool = False,
+        header_length: int | str | None = None,
+        content_encoding: str | None = None,
+    ) -> InferResult:
+        """An :class:`InferResult` from a raw response body (see ``from_response_body``)."""
+        return InferResult.from_response_body(
+            response_body, verbose, header_length, content_encoding
+        )
+
+    def _infer_call(
+        self,
+        model_name: str,
+        inputs: Sequence[InferInput],
+        model_version: str,
+        outputs: Sequence[InferRequestedOutput] | None,
+        request_id: str,
+        sequence_id: int | str,
+        sequence_start: bool,
+        sequence_end: bool,
+        priority: int,
+        timeout: int | None,
+        request_compression_algorithm: str | None,
+        response_compression_algorithm: str | None,
+        parameters: Mapping[str, Any] | None,
+    ) -> Call:
+        body = build_infer_body(
+            inputs,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            parameters,
+        )
+        return Endpoints.infer(
+            model_name,
+            model_version,
+            body,
+            request_compression_algorithm,
+            response_compression_algorithm,
+        )
+
+    def infer(
+        self,
+        model_name: str,
+        inputs: Sequence[InferInput],
+        model_version: str = "",
+        outputs: Sequence[InferRequestedOutput] | None = None,
+        request_id: str = "",
+        sequence_id: int | str = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        priority: int = 0,
+        timeout: int | None = None,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        request_compression_algorithm: str | None = None,
+        response_compression_algorithm: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> InferResult:
+        """Run an inference and return its :class:`InferResult`.
+
+        ``timeout`` is Triton's server-side request timeout in microseconds (not a client
+        timeout). ``request_compression_algorithm`` / ``response_compression_algorithm``:
+        ``"gzip"`` or ``"deflate"``. ``parameters``: custom request parameters (reserved
+        names are refused). The caller's ``headers`` dict is not modified.
+
+        Raises:
+            InferenceServerException: invalid arguments (before anything is sent), or the
+                server's error (``str(e)`` is ``"[<status>] <message>"``).
+        """
+        call = self._infer_call(
+            model_name,
+            inputs,
+            model_version,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            request_compression_algorithm,
+            response_compression_algorithm,
+            parameters,
+        )
+        return _result_from(self._send(call, headers, query_params), self._verbose)
+
+    def async_infer(
+        self,
+        model_name: str,
+        inputs: Sequence[InferInput],
+        model_version: str = "",
+        outputs: Sequence[InferRequestedOutput] | None = None,
+        request_id: str = "",
+        sequence_id: int | str = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        priority: int = 0,
+        timeout: int | None = None,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        request_compression_algorithm: str | None = None,
+        response_compression_algorithm: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> InferAsyncRequest:
+        """Start an inference and return at once; :meth:`InferAsyncRequest.get_result`
+        gives the result.
+
+        The request is built (and checked) in the caller; it is sent from a pool of
+        ``concurrency`` threads. With ``max_greenlets`` set, this blocks while that many
+        requests are outstanding.
+        """
+        call = self._infer_call(
+            model_name,
+            inputs,
+            model_version,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            request_compression_algorithm,
+            response_compression_algorithm,
+            parameters,
+        )
+        if self._closed:
+            raise ClientClosedError("the client has been closed")
+        headers = dict(headers) if headers else None  # the caller may reuse their dict
+        executor = self._executor or self._make_executor()
+        pending = self._pending
+        if pending is not None:
+            pending.acquire()
+        try:
+            future = executor.submit(self._run_async, call, headers, query_params)
+        except RuntimeError:  # shut down meanwhile
+            if pending is not None:
+                pending.release()
+            raise ClientClosedError("the client has been closed") from None
+        if self._verbose:
+            print("Sent request" + (f" '{request_id}'" if request_id != "" else ""))
+        return InferAsyncRequest(future, self._verbose)
+
+    def _run_async(
+        self, call: Call, headers: Mapping[str, Any] | None, query_params: Mapping[str, Any] | None
+    ) -> InferResult | BaseException:
+        # The outcome is returned, never raised: a TimeoutError raised by the request
+        # must not look like get_result's own wait timing out.
+        try:
+            return _result_from(self._send(call, headers, query_params), self._verbose)
+        except Exception as e:
+            return e
+        finally:
+            if self._pending is not None:
+                self._pending.release()
+
+    def _make_executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._executor_lock:
+            if self._executor is None:
+                if self._closed:
+                    raise ClientClosedError("the client has been closed")
+                self._executor = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=self._concurrency, thread_name_prefix="tritonhttp-async"
+                )
+            return self._executor

@@ -1,0 +1,48 @@
+"""The sans-IO protocol core shared by the sync client, the asyncio client and the CLI.
+
+Nothing in this package touches a socket, a thread or an event loop: it turns calls
+into request descriptions and bytes, and bytes back into responses, results and
+exceptions. Transports (``tritonhttp._transport``, ``tritonhttp.aio``) sit on top.
+"""
+
+from ._endpoints import JSON, NONE, PROBE, RESULT, Call, Endpoints
+from ._http import Response, ResponseReader, encode_request_head, header_fields
+from ._infer import (
+    Buffer,
+    InferBody,
+    ParsedInferResponse,
+    build_infer_body,
+    compress_body,
+    parse_infer_response,
+)
+from ._json import JSONDecodeError, dumps, loads
+from ._status import error_for
+from ._urls import ServerAddress, parse_server_url, query_string, quote_name, request_target
+
+__all__ = [
+    "JSON",
+    "NONE",
+    "PROBE",
+    "RESULT",
+    "Buffer",
+    "Call",
+    "Endpoints",
+    "InferBody",
+    "JSONDecodeError",
+    "ParsedInferResponse",
+    "Response",
+    "ResponseReader",
+    "ServerAddress",
+    "build_infer_body",
+    "compress_body",
+    "dumps",
+    "encode_request_head",
+    "error_for",
+    "header_fields",
+    "loads",
+    "parse_infer_response",
+    "parse_server_url",
+    "query_string",
+    "quote_name",
+    "request_target",
+]

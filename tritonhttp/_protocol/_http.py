@@ -1,0 +1,233 @@
+"""HTTP/1.1 framing without I/O: request heads out, response bytes in.
+
+The request head is written with the header layout tritonclient's transport produces
+(``User-Agent`` first, then the caller's headers in order with case-insensitive
+replacement, then ``Host``, then ``Content-Length`` for POST). The response head is parsed
+by httptools (llhttp); once ``Content-Length`` is known the body goes straight into one
+preallocated, writable buffer that the transport fills with ``recv_into`` (or an asyncio
+``BufferedProtocol`` with ``get_buffer``), so outputs can be numpy views of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import httptools
+import numpy as np
+
+from .._errors import ProtocolError, _InvalidArgument, _Reset
+
+__all__ = ["Response", "ResponseReader", "encode_request_head", "header_fields"]
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+#: Bodies at least this large are allocated with numpy (no zero-fill, pages mapped lazily).
+_LARGE_BODY = 1 << 20
+
+
+def _field_values(name: object, value: Any) -> tuple[str, list[str]]:
+    if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+        raise _InvalidArgument(f"invalid header field name {name!r}")
+    values = [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
+    for v in values:
+        if _BAD_VALUE.search(v):
+            raise _InvalidArgument(f"invalid value for header field {name!r}: {v!r}")
+    return name, values
+
+
+def header_fields(
+    user_agent: str,
+    headers: Mapping[str, Any] | None,
+    host: str,
+    content_length: int | None,
+) -> list[tuple[str, str]]:
+    """The header lines of a request, in wire order.
+
+    ``headers`` are the caller's (plus library and plugin) headers; a name given again
+    in another case replaces the earlier value in place. ``content_length`` None means a
+    request without body (GET); the computed length always wins over a caller's
+    ``Content-Length``.
+    """
+    fields: dict[str, tuple[str, list[str]]] = {"user-agent": ("User-Agent", [user_agent])}
+    if headers:
+        for name, value in headers.items():
+            key = name.lower() if isinstance(name, str) else name
+            if key == "content-length":
+                continue
+            fields[key] = _field_values(name, value)
+    if "host" not in fields:
+        fields["host"] = ("Host", [host])
+    if content_length is not None:
+        fields["content-length"] = ("Content-Length", [str(content_length)])
+    return [(name, v) for name, values in fields.values() for v in values]
+
+
+def encode_request_head(method: str, target: str, fields: list[tuple[str, str]]) -> bytes:
+    """``METHOD target HTTP/1.1`` + header lines + blank line, latin-1 encoded."""
+    if _BAD_VALUE.search(target) or " " in target:
+        raise _InvalidArgument(f"invalid request target {target!r}")
+    lines = "".join(f"{name}: {value}\r\n" for name, value in fields)
+    try:
+        return f"{method} {target} HTTP/1.1\r\n{lines}\r\n".encode("latin-1")
+    except UnicodeEncodeError as e:
+        raise _InvalidArgument(f"request header is not latin-1 encodable: {e}") from None
+
+
+class Response:
+    """A complete HTTP response: status, headers (original case, in order) and body."""
+
+    __slots__ = ("_lookup", "body", "headers", "keep_alive", "status")
+
+    def __init__(
+        self,
+        status: int,
+        headers: list[tuple[str, str]],
+        body: memoryview,
+        keep_alive: bool,
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.keep_alive = keep_alive
+        self._lookup = {name.lower(): value for name, value in headers}
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        """Header value by case-insensitive name (the last one wins), or ``default``."""
+        return self._lookup.get(name.lower(), default)
+
+    def __repr__(self) -> str:
+        # Same text as tritonclient's verbose output of a geventhttpclient response.
+        return f"<HTTPSocketPoolResponse status={self.status} headers={dict(self.headers)}>"
+
+
+class ResponseReader:
+    """Sans-IO reader for one HTTP/1.1 response.
+
+    Drive it with :meth:`feed` (bytes from the network) until :attr:`complete`; whenever
+    :meth:`body_window` returns a view, the caller may receive directly into it and
+    report the count with :meth:`body_received` instead of feeding (no extra copy).
+    Call :meth:`eof` when the peer closes the connection.
+    """
+
+    __slots__ = (
+        "_body",
+        "_chunks",
+        "_fields",
+        "_filled",
+        "_keep_alive",
+        "_length",
+        "_parser",
+        "_started",
+        "complete",
+        "status",
+    )
+
+    def __init__(self) -> None:
+        self._parser = httptools.HttpResponseParser(self)
+        self._fields: list[tuple[bytes, bytes]] = []
+        self._length = -1
+        self._body: memoryview | None = None
+        self._filled = 0
+        self._chunks: list[bytes] | None = None
+        self._started = False
+        self._keep_alive = False
+        self.complete = False
+        self.status = 0
+
+    # -- httptools callbacks -------------------------------------------------------------
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._fields.append((name, value))
+        if len(name) == 14 and name.lower() == b"content-length":
+            try:
+                self._length = int(value)
+            except ValueError:
+                self._length = -1
+
+    def on_headers_complete(self) -> None:
+        status = self._parser.get_status_code()
+        if 100 <= status < 200 and status != 101:  # interim response: wait for the real one
+            self._fields = []
+            self._length = -1
+            return
+        self.status = status
+        self._keep_alive = self._parser.should_keep_alive()
+        if self._length >= 0:
+            n = self._length
+            # numpy skips the zero-fill of large buffers (pages are mapped as they fill)
+            self._body = (
+                np.empty(n, dtype=np.uint8).data if n >= _LARGE_BODY else memoryview(bytearray(n))
+            )
+        else:
+            self._chunks = []
+
+    def on_body(self, data: bytes) -> None:
+        if self._body is not None:
+            end = self._filled + len(data)
+            self._body[self._filled : end] = data
+            self._filled = end
+        elif self._chunks is not None:
+            self._chunks.append(data)
+
+    def on_message_complete(self) -> None:
+        if self.status:
+            self.complete = True
+
+    # -- driving -------------------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        """Whether any byte of the response has arrived."""
+        return self._started
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Parse bytes received from the network."""
+        self._started = True
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            raise ProtocolError("the server switched protocols unexpectedly") from None
+        except httptools.HttpParserError as e:
+            raise ProtocolError(f"malformed HTTP response from the server: {e}") from None
+        if self._body is not None and self._filled >= self._length:
+            self.complete = True
+
+    def body_window(self) -> memoryview | None:
+        """The part of the body buffer still to be filled, once its size is known."""
+        if self._body is None or self.complete:
+            return None
+        return self._body[self._filled :]
+
+    def body_received(self, n: int) -> None:
+        """Record that ``n`` bytes were received into :meth:`body_window`."""
+        self._filled += n
+        if self._filled >= self._length:
+            self.complete = True
+
+    def eof(self) -> None:
+        """The peer closed the connection; completes a body delimited by close."""
+        if self.status and self._chunks is not None and self._length < 0:
+            self.complete = True
+            return
+        if not self._started:
+            raise _Reset("the server closed the connection without answering")
+        raise _Reset("the server closed the connection in the middle of a response")
+
+    def response(self) -> Response:
+        """The finished response (only once :attr:`complete`)."""
+        keep_alive = self._keep_alive
+        if self._body is not None:
+            body = self._body
+        else:
+            body = memoryview(bytearray(b"".join(self._chunks or ())))
+            # a body delimited by closing the connection ends the connection
+            keep_alive = keep_alive and self._chunked()
+        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in self._fields]
+        return Response(self.status, headers, body, keep_alive)
+
+    def _chunked(self) -> bool:
+        return any(
+            n.lower() == b"transfer-encoding" and b"chunked" in v.lower() for n, v in self._fields
+        )

@@ -1,0 +1,301 @@
+"""Blocking transport: a thread-safe pool of keep-alive sockets under the sans-IO core.
+
+Chosen by measurement (see docs/performance.md): a plain socket writing the request head
+and the tensor buffers with one ``sendmsg`` (no concatenation), the response head parsed
+by httptools, and the body received straight into its final buffer with ``recv_into``.
+
+* ``concurrency`` bounds the number of open connections; a request waits for a free one.
+* Idle connections are checked before reuse (a server that closed one is noticed).
+* One retry on a fresh connection, only when a reused connection failed before any byte
+  of the answer arrived and the request cannot have been processed: the request is
+  idempotent (GET) or was not completely sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import select
+import socket
+import ssl
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ._errors import ClientClosedError, TransportError, transport_error
+from ._protocol import Buffer, Response, ResponseReader, ServerAddress
+
+__all__ = ["ConnectionPool", "make_ssl_context"]
+
+_IOV_MAX = 512  # well below every platform's IOV_MAX
+_SCRATCH = 65536
+_COALESCE = 16384  # TLS: small buffers are joined into one record
+_HAS_POLL = hasattr(select, "poll")
+
+
+def make_ssl_context(
+    ssl_options: Mapping[str, Any] | None,
+    ssl_context_factory: Callable[..., ssl.SSLContext] | None,
+    insecure: bool,
+) -> ssl.SSLContext:
+    """An ``ssl.SSLContext`` configured like tritonclient's (geventhttpclient's) options.
+
+    ``ssl_options`` keys: ``ca_certs``, ``certfile`` + ``keyfile``, ``ciphers``,
+    ``options``, ``verify_flags`` (and ``cert_reqs``, which tritonclient ignores; here
+    ``ssl.CERT_NONE`` disables verification). ``ssl_context_factory`` is called with
+    ``cafile=`` (or without arguments if it does not take it). ``insecure`` turns off the
+    host-name check; the certificate chain is still verified.
+    """
+    options = dict(ssl_options or {})
+    ca_certs = options.get("ca_certs")
+    factory = ssl_context_factory or ssl.create_default_context
+    try:
+        context = factory(cafile=ca_certs)
+    except TypeError:
+        context = factory()
+        if ca_certs is not None:
+            context.load_verify_locations(cafile=ca_certs)
+    context.check_hostname = not insecure
+    if not insecure:
+        context.verify_mode = ssl.CERT_REQUIRED
+    if "certfile" in options and "keyfile" in options:
+        context.load_cert_chain(certfile=options["certfile"], keyfile=options["keyfile"])
+    if "ciphers" in options:
+        context.set_ciphers(options["ciphers"])
+    for name in ("options", "verify_flags"):
+        if name in options:
+            setattr(context, name, options[name])
+    if options.get("cert_reqs") == ssl.CERT_NONE:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+class _Failure(Exception):
+    """A failed exchange, with what is known about how far it got."""
+
+    def __init__(self, cause: BaseException, sent_all: bool, answered: bool) -> None:
+        super().__init__(cause)
+        self.cause = cause
+        self.sent_all = sent_all
+        self.answered = answered
+
+
+class _Connection:
+    """One keep-alive socket; used by one thread at a time (the pool guarantees it)."""
+
+    __slots__ = ("_poller", "_scratch", "_sock", "_tls", "_view")
+
+    def __init__(self, sock: socket.socket, tls: bool) -> None:
+        self._sock = sock
+        self._tls = tls
+        self._scratch = bytearray(_SCRATCH)
+        self._view = memoryview(self._scratch)
+        self._poller: Any = None
+        if _HAS_POLL:
+            self._poller = select.poll()
+            self._poller.register(sock, select.POLLIN)
+
+    def is_stale(self) -> bool:
+        """Whether the idle socket became readable (closed by the server, or junk)."""
+        try:
+            if self._tls and self._sock.pending():  # type: ignore[attr-defined]
+                return True
+            if self._poller is not None:
+                return bool(self._poller.poll(0))
+            readable, _, _ = select.select([self._sock], [], [], 0)
+            return bool(readable)
+        except (OSError, ValueError):
+            return True
+
+    def exchange(self, head: bytes, body: Sequence[Buffer], size: int) -> Response:
+        """Send one request and read its response (raises :class:`_Failure`)."""
+        sent_all = False
+        reader = ResponseReader()
+        try:
+            if self._tls:
+                self._send_tls(head, body)
+            else:
+                self._send(head, body, len(head) + size)
+            sent_all = True
+            sock = self._sock
+            view = self._view
+            while not reader.complete:
+                window = reader.body_window()
+                if window is not None:
+                    n = sock.recv_into(window)
+                    if n:
+                        reader.body_received(n)
+                        continue
+                else:
+                    n = sock.recv_into(self._scratch)
+                    if n:
+                        reader.feed(view[:n])
+                        continue
+                reader.eof()
+            return reader.response()
+        except (OSError, TransportError) as e:
+            raise _Failure(e, sent_all, reader.started) from e
+
+    def _send(self, head: bytes, body: Sequence[Buffer], total: int) -> None:
+        sock = self._sock
+        parts: list[Any] = [head, *body]
+        count = len(parts)
+        sent = sock.sendmsg(parts if count <= _IOV_MAX else parts[:_IOV_MAX])
+        if sent == total:
+            return
+        # Partial send (large bodies): continue from where the kernel stopped.
+        i = 0
+        while True:
+            while i < count and sent >= len(parts[i]):
+                sent -= len(parts[i])
+                i += 1
+            if i == count:
+                return
+            if sent:
+                parts[i] = memoryview(parts[i])[sent:]
+            sent = sock.sendmsg(parts[i : i + _IOV_MAX])
+
+    def _send_tls(self, head: bytes, body: Sequence[Buffer]) -> None:
+        sock = self._sock
+        pending: list[Buffer] = [head]
+        pending_size = len(head)
+        for buf in body:
+            n = len(buf)
+            if n < _COALESCE:
+                pending.append(buf)
+                pending_size += n
+                continue
+            if pending:
+                sock.sendall(b"".join(pending))
+                pending, pending_size = [], 0
+            sock.sendall(buf)
+        if pending:
+            sock.sendall(b"".join(pending))
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.close()
+
+
+class ConnectionPool:
+    """At most ``size`` keep-alive connections to one server, shared by all threads."""
+
+    def __init__(
+        self,
+        address: ServerAddress,
+        size: int,
+        connection_timeout: float | None,
+        network_timeout: float | None,
+        ssl_context: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+    ) -> None:
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"concurrency must be a positive integer, got {size!r}")
+        self._address = address
+        self._url = address.url
+        self._connection_timeout = connection_timeout
+        self._network_timeout = network_timeout
+        self._ssl_context = ssl_context
+        self._server_hostname = server_hostname or address.host
+        self._slots: queue.SimpleQueue[None] = queue.SimpleQueue()
+        for _ in range(size):
+            self._slots.put(None)
+        self._idle: list[_Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def request(
+        self, head: bytes, body: Sequence[Buffer], size: int, *, idempotent: bool
+    ) -> Response:
+        """Send a request (head bytes + body buffers of ``size`` bytes); the response.
+
+        Raises a ``TransportError`` subclass naming the server URL when no response
+        could be obtained, ``ClientClosedError`` after :meth:`close`.
+        """
+        if self._closed:
+            raise ClientClosedError("the client has been closed (connection pool closed)")
+        self._slots.get()
+        try:
+            conn = self._checkout()
+            reused = conn is not None
+            if conn is None:
+                conn = self._connect()
+            try:
+                response = conn.exchange(head, body, size)
+            except _Failure as failure:
+                conn.close()
+                cause = failure.cause
+                retry = (
+                    reused
+                    and not failure.answered
+                    and not isinstance(cause, TimeoutError)
+                    and (idempotent or not failure.sent_all)
+                )
+                if not retry:
+                    raise self._error(cause) from cause
+                conn = self._connect()
+                try:
+                    response = conn.exchange(head, body, size)
+                except _Failure as again:
+                    conn.close()
+                    raise self._error(again.cause) from again.cause
+            self._checkin(conn, response.keep_alive)
+            return response
+        finally:
+            self._slots.put(None)
+
+    def _error(self, cause: BaseException) -> TransportError:
+        if isinstance(cause, TransportError):  # raised by the protocol core
+            return type(cause)(f"{cause.message()} ({self._url})")
+        return transport_error(cause, self._url, connecting=False)
+
+    def _checkout(self) -> _Connection | None:
+        while True:
+            with self._lock:
+                if not self._idle:
+                    return None
+                conn = self._idle.pop()
+            if not conn.is_stale():
+                return conn
+            conn.close()
+
+    def _checkin(self, conn: _Connection, keep_alive: bool) -> None:
+        if keep_alive:
+            with self._lock:
+                if not self._closed:
+                    self._idle.append(conn)
+                    return
+        conn.close()
+
+    def _connect(self) -> _Connection:
+        if self._closed:
+            raise ClientClosedError("the client has been closed (connection pool closed)")
+        address = self._address
+        try:
+            sock = socket.create_connection(
+                (address.host, address.port), timeout=self._connection_timeout
+            )
+        except OSError as e:
+            raise transport_error(e, self._url, connecting=True) from e
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._ssl_context is not None:
+                sock = self._ssl_context.wrap_socket(sock, server_hostname=self._server_hostname)
+            sock.settimeout(self._network_timeout)
+        except OSError as e:
+            sock.close()
+            raise transport_error(e, self._url, connecting=True) from e
+        return _Connection(sock, self._ssl_context is not None)
+
+    def close(self) -> None:
+        """Close idle connections now and busy ones when their request finishes."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()

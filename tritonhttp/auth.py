@@ -1,0 +1,26 @@
+"""Authentication plugins (``tritonhttp.auth`` mirrors ``tritonclient.http.auth``)."""
+
+from __future__ import annotations
+
+import base64
+
+from ._plugin import InferenceServerClientPlugin, Request
+
+__all__ = ["BasicAuth"]
+
+
+class BasicAuth(InferenceServerClientPlugin):
+    """HTTP Basic authentication: sets the ``authorization`` header on every request.
+
+    ``username`` and ``password`` must be ASCII (``UnicodeEncodeError`` otherwise).
+    """
+
+    def __init__(self, username: str, password: str) -> None:
+        token = base64.b64encode(username.encode("ascii") + b":" + password.encode("ascii"))
+        self._auth_string = "Basic " + token.decode("ascii")
+
+    def __call__(self, request: Request) -> None:
+        request.headers["authorization"] = self._auth_string
+
+    def __repr__(self) -> str:
+        return "BasicAuth(<credentials hidden>)"
