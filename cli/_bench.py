@@ -13,7 +13,7 @@ import click
 
 from ._complete import complete_model
 from ._errors import CliError
-from ._infer import build_inputs, fetch_model_io, input_options
+from ._infer import build_inputs, fetch_model_io, input_options, parse_input_args
 from ._render import console, emit_json, new_table, print_table
 from ._settings import Settings, json_flag
 
@@ -338,6 +338,7 @@ def bench(
     else:
         load, levels = "concurrency", parse_levels(concurrency or "1", "--concurrency", True)
         pool = int(max(levels))
+    input_args = parse_input_args(inputs, shapes, datatypes)
     if plot_path:
         from ._plot import check_available
 
@@ -345,7 +346,7 @@ def bench(
     headers = settings.request_headers
     with settings.client(concurrency=pool) as client:
         model_io = fetch_model_io(client, settings, model, model_version)
-        given = build_inputs(model_io, inputs, shapes, datatypes)
+        given = build_inputs(model_io, input_args)
         arrays = random_inputs(model_io, given, batch_size, string_length)
         request_inputs, request_outputs = _make_request(arrays, list(model_io.outputs), binary)
         batch = 1

@@ -31,7 +31,15 @@ if TYPE_CHECKING:
 
     import tritonhttp
 
-__all__ = ["OutputTensor", "build_inputs", "fetch_model_io", "infer", "input_options"]
+__all__ = [
+    "InputArgs",
+    "OutputTensor",
+    "build_inputs",
+    "fetch_model_io",
+    "infer",
+    "input_options",
+    "parse_input_args",
+]
 
 
 def fetch_model_io(
@@ -77,13 +85,19 @@ def input_options(function: Any) -> Any:
     return function
 
 
-def build_inputs(
-    io: ModelIO,
-    inputs: tuple[str, ...],
-    shapes: tuple[str, ...],
-    datatypes: tuple[str, ...],
-) -> dict[str, np.ndarray[Any, Any]]:
-    """Numpy arrays for the ``--input`` values, shaped and typed for the model."""
+@dataclass
+class InputArgs:
+    """``--input``/``--shape``/``--datatype`` parsed (files read), before the model is known."""
+
+    values: dict[str, RawValue]
+    shapes: dict[str, list[int]]
+    datatypes: dict[str, str]
+
+
+def parse_input_args(
+    inputs: tuple[str, ...], shapes: tuple[str, ...], datatypes: tuple[str, ...]
+) -> InputArgs:
+    """Check the syntax of the input options (no server needed)."""
     shape_of = {k: parse_dims(v, f"--shape {k}") for k, v in parse_assignments(shapes, "--shape")}
     type_of = {k: v.strip().upper() for k, v in parse_assignments(datatypes, "--datatype")}
     values: dict[str, RawValue] = {}
@@ -94,12 +108,17 @@ def build_inputs(
     for name in [*shape_of, *type_of]:
         if name not in values:
             raise InputError(f"--shape/--datatype given for '{name}', which has no --input")
+    return InputArgs(values, shape_of, type_of)
+
+
+def build_inputs(io: ModelIO, args: InputArgs) -> dict[str, np.ndarray[Any, Any]]:
+    """Numpy arrays for the ``--input`` values, shaped and typed for the model."""
     arrays: dict[str, np.ndarray[Any, Any]] = {}
-    for name, raw in values.items():
-        spec = io.inputs.get(name) if name in type_of else io.input(name)
-        datatype = type_of.get(name) or (spec.datatype if spec else "")
+    for name, raw in args.values.items():
+        spec = io.inputs.get(name) if name in args.datatypes else io.input(name)
+        datatype = args.datatypes.get(name) or (spec.datatype if spec else "")
         array = to_array(raw, datatype)
-        arrays[name] = fit_shape(array, raw, spec, io.batches, shape_of.get(name))
+        arrays[name] = fit_shape(array, raw, spec, io.batches, args.shapes.get(name))
     return arrays
 
 
@@ -266,10 +285,11 @@ def infer(
       triton-cli infer simple -i INPUT0=@a.npy -i INPUT1=@b.npy --save out/
     """
     params = {k: parse_json_or_text(v) for k, v in parse_assignments(parameters, "--parameter")}
+    input_args = parse_input_args(inputs, shapes, datatypes)
     headers = settings.request_headers
     with settings.client() as client:
         io = fetch_model_io(client, settings, model, model_version)
-        arrays = build_inputs(io, inputs, shapes, datatypes)
+        arrays = build_inputs(io, input_args)
         wanted = [io.output(n).name for n in output_names] if output_names else list(io.outputs)
         batch = None
         if io.batches and arrays:
