@@ -469,3 +469,16 @@ def test_model_name_completion(triton: rt.RealTriton) -> None:
         for c in complete.get_completions(["--url", f"127.0.0.1:{rt.free_port()}", "infer"], "")
     ]
     assert down == []
+
+
+def test_verbose_traffic_goes_to_stderr(run_cli: RunCli) -> None:
+    done = run_cli("--verbose", "--json", "model", "ready", "add_sub")
+    assert done.code == 0
+    assert done.json() == {"model": "add_sub", "version": "", "ready": True}
+    assert "GET /v2/models/add_sub/ready" in done.stderr
+
+
+def test_headers_are_sent(run_cli: RunCli) -> None:
+    done = run_cli("-H", "X-Test: yes", "-H", "X-Other:1", "--verbose", "model", "ready", "add_sub")
+    assert done.code == 0
+    assert "'X-Test': 'yes'" in done.stderr and "'X-Other': '1'" in done.stderr
