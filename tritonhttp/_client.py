@@ -22,22 +22,14 @@ from ._errors import (
     TransportError,
     raise_error,
 )
-from ._plugin import Request
 from ._protocol import (
-    JSON,
-    PROBE,
     RESULT,
     Call,
     Endpoints,
-    Response,
+    RequestContext,
     build_infer_body,
-    encode_request_head,
-    error_for,
-    header_fields,
-    loads,
-    parse_infer_response,
+    interpret,
     parse_server_url,
-    request_target,
 )
 from ._tensors import InferInput, InferRequestedOutput, InferResult
 from ._transport import ConnectionPool, make_ssl_context
@@ -53,25 +45,6 @@ def _version() -> str:
 
 
 _USER_AGENT = f"tritonhttp/{_version()}"
-
-_TRANSFER_ENCODING_MESSAGE = (
-    "Unsupported HTTP header: 'Transfer-Encoding' is not supported in the Python client "
-    "library. Use raw HTTP request libraries or the C++ client instead for this header."
-)
-
-
-def _result_from(response: Response, verbose: bool) -> InferResult:
-    error = error_for(response.status, response.body)
-    if error is not None:
-        raise error
-    return InferResult._from_parsed(
-        parse_infer_response(
-            response.body,
-            response.get("Inference-Header-Content-Length"),
-            response.get("Content-Encoding"),
-            verbose,
-        )
-    )
 
 
 class InferAsyncRequest:
@@ -185,8 +158,7 @@ class InferenceServerClient:
             raise InferenceServerException(msg="max_greenlets must be a positive integer or None")
         self._pending = threading.BoundedSemaphore(max_greenlets) if max_greenlets else None
         self._executor_lock = threading.Lock()
-        # Head prefix for the common case (no caller headers, no plugin, no query).
-        self._fast_tail = f"User-Agent: {_USER_AGENT}\r\nHost: {self._host}\r\n"
+        self._context = RequestContext(address.base_path, self._host, _USER_AGENT, verbose)
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -198,10 +170,18 @@ class InferenceServerClient:
         self.close()
 
     def __del__(self) -> None:
-        # No I/O and no waiting here: this may run on any thread, at any time.
-        if not self._closed:
-            self._closed = True
+        # No I/O and no waiting here: this may run on any thread, at any time (even
+        # during interpreter shutdown, when module globals may already be gone).
+        if self._closed:
+            return
+        self._closed = True
+        try:
             warnings.warn(f"unclosed {self!r}", ResourceWarning, stacklevel=1, source=self)
+        except ResourceWarning:
+            raise  # warnings turned into errors (e.g. under pytest): let it show
+        except Exception:  # interpreter shutdown: nothing left to warn with
+            pass
+        finally:
             if self._executor is not None:
                 self._executor.shutdown(wait=False)
             self._pool.close()
@@ -254,75 +234,40 @@ class InferenceServerClient:
 
     # -- request pipeline ----------------------------------------------------------------
 
-    def _send(
-        self, call: Call, headers: Mapping[str, Any] | None, query_params: Mapping[str, Any] | None
-    ) -> Response:
-        if self._closed:
+    def _call(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        queued: bool = False,
+    ) -> Any:
+        """Send ``call`` and return its result (see ``_protocol.interpret``).
+
+        ``queued``: an async_infer request accepted before close(), which waits for it.
+        """
+        if self._closed and not queued:
             raise ClientClosedError("the client has been closed")
-        method = call.method
-        size = call.size
-        if not headers and self._plugin is None and query_params is None and not self._verbose:
-            # Fast path: the head is the fixed layout with the library headers only.
-            extra = ""
-            if call.headers:
-                extra = "".join(f"{k}: {v}\r\n" for k, v in call.headers.items())
-            length = f"Content-Length: {size}\r\n" if method == "POST" else ""
-            head = (
-                f"{method} {self._base_uri}/{call.path} HTTP/1.1\r\nUser-Agent: {_USER_AGENT}\r\n"
-                f"{extra}Host: {self._host}\r\n{length}\r\n"
-            ).encode("latin-1")
-        else:
-            effective: dict[str, Any] = dict(headers) if headers else {}
-            if call.headers:
-                effective.update(call.headers)
-            if self._plugin is not None:
-                request = Request(effective)
-                self._plugin(request)
-                effective = request.headers
-            if effective and any(
-                isinstance(k, str) and k.lower() == "transfer-encoding" for k in effective
-            ):
-                raise_error(_TRANSFER_ENCODING_MESSAGE)
-            target = request_target(self._base_uri, call.path, query_params)
-            if self._verbose:
-                if method == "GET":
-                    print(f"GET {target}, headers {effective}")
-                else:
-                    body = call.printable
-                    if call.kind == RESULT:
-                        body = b"".join(call.body)
-                    print(f"POST {target}, headers {effective}\n{body}")
-            fields = header_fields(
-                _USER_AGENT, effective, self._host, size if method == "POST" else None
-            )
-            head = encode_request_head(method, target, fields)
-        response = self._pool.request(head, call.body, size, idempotent=method == "GET")
+        prepared = self._context.prepare(call, headers, query_params, self._plugin)
+        response = self._pool.request(
+            prepared.head, prepared.body, prepared.size, idempotent=prepared.idempotent
+        )
         if self._verbose:
             print(response)
-        return response
+        outcome = interpret(call, response.status, response.body, response.get, self._verbose)
+        if call.kind == RESULT:
+            return InferResult._from_parsed(outcome)
+        return outcome
 
     def _json(
         self, call: Call, headers: Mapping[str, Any] | None, query_params: Mapping[str, Any] | None
     ) -> Any:
-        response = self._send(call, headers, query_params)
-        error = error_for(response.status, response.body)
-        if error is not None:
-            raise error
-        if call.kind != JSON:
-            if self._verbose and call.done_message:
-                print(call.done_message)
-            return None
-        content = bytes(response.body)
-        if self._verbose:
-            print(content)
-        return loads(content)
+        return self._call(call, headers, query_params)
 
     def _probe(
         self, call: Call, headers: Mapping[str, Any] | None, query_params: Mapping[str, Any] | None
     ) -> bool:
-        assert call.kind == PROBE
         try:
-            return self._send(call, headers, query_params).status == 200
+            return bool(self._call(call, headers, query_params))
         except TransportError:
             return False
 
@@ -656,7 +601,8 @@ class InferenceServerClient:
             response_compression_algorithm,
             parameters,
         )
-        return _result_from(self._send(call, headers, query_params), self._verbose)
+        result: InferResult = self._call(call, headers, query_params)
+        return result
 
     def async_infer(
         self,
@@ -721,7 +667,8 @@ class InferenceServerClient:
         # The outcome is returned, never raised: a TimeoutError raised by the request
         # must not look like get_result's own wait timing out.
         try:
-            return _result_from(self._send(call, headers, query_params), self._verbose)
+            result: InferResult = self._call(call, headers, query_params, True)
+            return result
         except Exception as e:
             return e
         finally:

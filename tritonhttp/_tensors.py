@@ -30,6 +30,8 @@ def _raw_view(array: np.ndarray[Any, Any]) -> memoryview:
     """A flat byte view of ``array`` in C order (copies only non-contiguous arrays)."""
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
+    elif array.size and array.dtype.char != "E":  # "E": bfloat16 has no buffer format
+        return array.data.cast("B")
     return array.reshape(-1).view(np.uint8).data
 
 
@@ -128,7 +130,7 @@ class InferInput:
             raise_error(message)
         shape = self._shape
         got = input_tensor.shape
-        if len(shape) != len(got) or any(w != h for w, h in zip(shape, got, strict=False)):
+        if (shape if type(shape) is tuple else tuple(shape)) != got:
             raise_error(
                 f"got unexpected numpy array shape [{str(got)[1:-1]}], "
                 f"expected [{str(shape)[1:-1]}]"

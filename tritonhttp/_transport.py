@@ -226,28 +226,48 @@ class ConnectionPool:
             if conn is None:
                 conn = self._connect()
             try:
-                response = conn.exchange(head, body, size)
-            except _Failure as failure:
-                conn.close()
-                cause = failure.cause
-                retry = (
-                    reused
-                    and not failure.answered
-                    and not isinstance(cause, TimeoutError)
-                    and (idempotent or not failure.sent_all)
-                )
-                if not retry:
-                    raise self._error(cause) from cause
-                conn = self._connect()
-                try:
-                    response = conn.exchange(head, body, size)
-                except _Failure as again:
-                    conn.close()
-                    raise self._error(again.cause) from again.cause
+                conn, response = self._exchange(conn, head, body, size, reused, idempotent)
+            except BaseException:
+                conn.close()  # e.g. KeyboardInterrupt mid-response: never reuse it
+                raise
             self._checkin(conn, response.keep_alive)
             return response
         finally:
             self._slots.put(None)
+
+    def _exchange(
+        self,
+        conn: _Connection,
+        head: bytes,
+        body: Sequence[Buffer],
+        size: int,
+        reused: bool,
+        idempotent: bool,
+    ) -> tuple[_Connection, Response]:
+        """The response, and the connection it came on (a fresh one after a retry)."""
+        try:
+            return conn, conn.exchange(head, body, size)
+        except _Failure as failure:
+            conn.close()
+            cause = failure.cause
+            retry = (
+                reused
+                and not failure.answered
+                and not isinstance(cause, TimeoutError)
+                and (idempotent or not failure.sent_all)
+            )
+            if not retry:
+                raise self._error(cause) from cause
+        fresh = self._connect()
+        try:
+            response = fresh.exchange(head, body, size)
+        except _Failure as again:
+            fresh.close()
+            raise self._error(again.cause) from again.cause
+        except BaseException:
+            fresh.close()
+            raise
+        return fresh, response
 
     def _error(self, cause: BaseException) -> TransportError:
         if isinstance(cause, TransportError):  # raised by the protocol core

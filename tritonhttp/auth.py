@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-import base64
+import base64 as _base64
+import typing as _typing
 
-from ._plugin import InferenceServerClientPlugin, Request
+from ._plugin import InferenceServerClientPlugin as _Plugin
+
+if _typing.TYPE_CHECKING:
+    from ._plugin import Request
 
 __all__ = ["BasicAuth"]
 
 
-class BasicAuth(InferenceServerClientPlugin):
+class BasicAuth(_Plugin):
     """HTTP Basic authentication: sets the ``authorization`` header on every request.
 
     ``username`` and ``password`` must be ASCII (``UnicodeEncodeError`` otherwise).
     """
 
     def __init__(self, username: str, password: str) -> None:
-        token = base64.b64encode(username.encode("ascii") + b":" + password.encode("ascii"))
+        token = _base64.b64encode(username.encode("ascii") + b":" + password.encode("ascii"))
         self._auth_string = "Basic " + token.decode("ascii")
 
     def __call__(self, request: Request) -> None:

@@ -446,3 +446,35 @@ def test_load_and_unload_in_explicit_mode(real_triton_factory: Any) -> None:
         )
         index = ours.get_model_repository_index()
         assert {"name": "identity_bytes", "version": "1", "state": "READY"} in index
+
+
+# -- plugins -----------------------------------------------------------------------------
+
+
+def test_plugins_on_real_triton(pair: Pair) -> None:
+    from tritonclient.http.auth import BasicAuth as RefBasicAuth
+
+    from tritonhttp.auth import BasicAuth
+
+    pair.same(lambda m, c: c.unregister_plugin())
+    pair.ours.register_plugin(BasicAuth("user", "secret"))
+    pair.ref.register_plugin(RefBasicAuth("user", "secret"))
+    pair.same(lambda m, c: type(c.plugin()).__name__)
+    pair.same(lambda m, c: c.register_plugin(object()))
+    headers = {"X-Trace": "1"}
+    pair.same(lambda m, c: c.infer("add_sub", add_sub_inputs(m), headers=dict(headers)))
+    pair.same(lambda m, c: c.is_server_ready(headers=dict(headers)))
+    pair.same(lambda m, c: c.unregister_plugin())
+    pair.same(lambda m, c: c.plugin())
+
+    class Failing(tritonhttp.InferenceServerClientPlugin):
+        def __call__(self, request: tritonhttp.Request) -> None:
+            request.headers["Transfer-Encoding"] = "chunked"
+
+    class RefFailing(ref_http.InferenceServerClientPlugin):
+        def __call__(self, request: Any) -> None:
+            request.headers["Transfer-Encoding"] = "chunked"
+
+    pair.ours.register_plugin(Failing())
+    pair.ref.register_plugin(RefFailing())
+    pair.same(lambda m, c: c.get_server_metadata())  # validated after the plugin ran

@@ -16,6 +16,7 @@ from ._infer import (
     parse_infer_response,
 )
 from ._json import JSONDecodeError, dumps, loads
+from ._pipeline import Prepared, RequestContext, interpret
 from ._status import error_for
 from ._urls import ServerAddress, parse_server_url, query_string, quote_name, request_target
 
@@ -30,6 +31,8 @@ __all__ = [
     "InferBody",
     "JSONDecodeError",
     "ParsedInferResponse",
+    "Prepared",
+    "RequestContext",
     "Response",
     "ResponseReader",
     "ServerAddress",
@@ -39,6 +42,7 @@ __all__ = [
     "encode_request_head",
     "error_for",
     "header_fields",
+    "interpret",
     "loads",
     "parse_infer_response",
     "parse_server_url",

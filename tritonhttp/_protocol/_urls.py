@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,8 @@ def parse_server_url(url: str, ssl: bool) -> ServerAddress:
     if not host:
         raise InferenceServerException(msg=f"invalid url {url!r}: no host")
     base = parts.path + (f"?{parts.query}" if parts.query else "")
+    if any(c <= " " or c == "\x7f" for c in base):
+        raise InferenceServerException(msg=f"invalid url {url!r}: the path has blanks")
     return ServerAddress(
         scheme=scheme,
         host=host,
@@ -62,6 +65,7 @@ def parse_server_url(url: str, ssl: bool) -> ServerAddress:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def quote_name(name: str) -> str:
     """Quote a model or region name for a path (``/`` kept, space -> ``%20``)."""
     return quote(name)

@@ -7,13 +7,16 @@ vectorized (no per-element Python loop on the hot path).
 from __future__ import annotations
 
 import struct  # noqa: F401  (tritonclient.utils exposes it; kept for drop-in attribute access)
-from typing import Any
+from typing import Any as _Any
 
 import ml_dtypes  # noqa: F401  (BF16 arrays are ml_dtypes.bfloat16, as in tritonclient 2.73.0)
 import numpy as np
 
 from .._errors import InferenceServerException, raise_error
-from ._bytes import BytesFramingError, element_list, pack_items, unpack_array
+from ._bytes import BytesFramingError as _BytesFramingError
+from ._bytes import element_list as _element_list
+from ._bytes import pack_items as _pack_items
+from ._bytes import unpack_array as _unpack_array
 from ._dtypes import np_to_triton_dtype, triton_to_np_dtype
 
 __all__ = [
@@ -42,7 +45,7 @@ TRITON_RESERVED_REQUEST_PARAMS = [
 TRITON_RESERVED_REQUEST_PARAMS_PREFIX = "triton_"
 
 
-def serialize_byte_tensor(input_tensor: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def serialize_byte_tensor(input_tensor: np.ndarray[_Any, _Any]) -> np.ndarray[_Any, _Any]:
     """Serialize a BYTES tensor (object or ``S`` array) into Triton's wire format.
 
     Returns a 0-d object array whose single item is the framed ``bytes`` (each element
@@ -55,24 +58,24 @@ def serialize_byte_tensor(input_tensor: np.ndarray[Any, Any]) -> np.ndarray[Any,
     if input_tensor.dtype != np.object_ and input_tensor.dtype.kind != "S":
         raise_error("cannot serialize bytes tensor: invalid datatype")
     out = np.empty((), dtype=np.object_)
-    out[()] = pack_items(element_list(input_tensor))
+    out[()] = _pack_items(_element_list(input_tensor))
     return out
 
 
 def deserialize_bytes_tensor(
     encoded_tensor: bytes | bytearray | memoryview,
-) -> np.ndarray[Any, Any]:
+) -> np.ndarray[_Any, _Any]:
     """Parse Triton's BYTES wire format into a 1-D object array of ``bytes``.
 
     Raises ``InferenceServerException`` when the buffer is truncated.
     """
     try:
-        return unpack_array(encoded_tensor)
-    except BytesFramingError as e:
+        return _unpack_array(encoded_tensor)
+    except _BytesFramingError as e:
         raise InferenceServerException(msg=f"unable to deserialize bytes tensor: {e}") from None
 
 
-def serialized_byte_size(tensor_value: np.ndarray[Any, Any]) -> int:
+def serialized_byte_size(tensor_value: np.ndarray[_Any, _Any]) -> int:
     """Sum of ``len(element)`` over an object array (tritonclient's definition).
 
     Like tritonclient, the 4-byte length prefixes are not counted and ``str`` elements

@@ -156,9 +156,12 @@ def _unpack_vectorized(buf: bytes, count: int | None) -> np.ndarray[Any, Any] | 
     width = int(lengths.max())
     ends = starts + 4 + lengths
     # Elements are recovered through a NUL-padded S<width> array, which strips trailing
-    # NULs: only valid when no element ends with one.
+    # NULs: only when no element ends with one and the padding stays small; otherwise
+    # the verified positions are sliced one by one.
     if width == 0 or n * width > 8 * u8.size or bool((u8[ends[lengths > 0] - 1] == 0).any()):
-        return None
+        return to_object_array(
+            [buf[s:e] for s, e in zip((starts + 4).tolist(), ends.tolist(), strict=True)]
+        )
     is_payload = np.ones(u8.size, dtype=np.bool_)
     for k in range(4):
         is_payload[starts + k] = False

@@ -1,0 +1,81 @@
+"""Shared pieces of the benchmarks: a real Triton to talk to, and the raw floor.
+
+The *floor* of a scenario is the same request sent pre-built over a plain socket, with
+the answer read into memory and not decoded: what the server and the kernel cost
+alone. No client can be faster, so ``reference time / floor time`` is the largest
+ratio any client could reach against tritonclient for that scenario.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import httptools
+
+REPO = Path(__file__).resolve().parent.parent / "tests" / "models"
+
+
+@contextlib.contextmanager
+def real_triton(url: str | None) -> Iterator[str]:
+    """``url`` if given, else a real tritonserver started on ``tests/models``."""
+    if url:
+        yield url
+        return
+    from tritonhttp.testing import _real_triton as rt
+
+    with rt.running(REPO) as server:
+        yield server.url
+
+
+class _Done:
+    def __init__(self) -> None:
+        self.done = False
+        self.status = 0
+
+    def on_message_complete(self) -> None:
+        self.done = True
+
+
+def raw_round_trips(
+    url: str, path: str, headers: dict[str, str], body: Sequence[Any], n: int
+) -> tuple[float, float]:
+    """(mean, best) seconds per request of ``n`` pre-built POSTs on one keep-alive socket."""
+    host, port = url.rsplit(":", 1)
+    size = sum(memoryview(b).nbytes for b in body)
+    head = f"POST {path} HTTP/1.1\r\nHost: {url}\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    head += f"Content-Length: {size}\r\n\r\n"
+    parts = [head.encode(), *body]
+    scratch = bytearray(1 << 20)
+    view = memoryview(scratch)
+    best = float("inf")
+    total = 0.0
+    with socket.create_connection((host, int(port))) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for _ in range(n):
+            start = time.perf_counter()
+            for part in parts:
+                sock.sendall(part)
+            state = _Done()
+            parser = httptools.HttpResponseParser(state)
+            while not state.done:
+                got = sock.recv_into(scratch)
+                if not got:
+                    raise ConnectionError("server closed the connection")
+                parser.feed_data(view[:got])
+            elapsed = time.perf_counter() - start
+            best = min(best, elapsed)
+            total += elapsed
+            if parser.get_status_code() != 200:
+                raise RuntimeError(f"raw request failed with {parser.get_status_code()}")
+    return total / n, best
+
+
+def line(name: str, ours: float, reference: float, unit: str, higher_is_better: bool = True) -> str:
+    ratio = ours / reference if higher_is_better else reference / ours
+    return f"{name}: ours {ours:,.2f} {unit}, reference {reference:,.2f} {unit}, ratio {ratio:.2f}"

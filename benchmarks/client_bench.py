@@ -1,0 +1,190 @@
+"""tritonhttp vs tritonclient.http against REAL Triton, side by side in one run.
+
+Scenarios (each client does the same work: build inputs, infer, read every output):
+
+* ``sequential add_sub``  one request at a time; req/s and client CPU us/request
+  (``time.process_time``, i.e. user + system time of this process)
+* ``async_infer x16``     16 ``async_infer`` calls, then their 16 results, repeated
+  (``concurrency=16`` for both clients)
+* ``64 MB FP32``          ``identity_all`` round trip of a 64 MB FP32 tensor
+* ``100k strings``        ``identity_bytes`` round trip of 100,000 short strings
+
+Each scenario also prints its *floor*: the same request pre-built and sent over a
+plain socket, the answer read but not decoded (server + kernel only). The reference's
+time divided by the floor is the best ratio any client could reach.
+
+Usage: ``python benchmarks/client_bench.py [--url HOST:PORT] [--quick]``.
+Prints ``name: ours X, reference Y, ratio R`` lines (ratio > 1: ours is better).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import tritonclient.http as ref_http
+
+import tritonhttp
+
+try:
+    from _common import line, raw_round_trips, real_triton
+except ImportError:  # run as a module
+    from benchmarks._common import line, raw_round_trips, real_triton
+
+A = np.arange(4, dtype=np.float32)
+B = np.ones(4, dtype=np.float32)
+
+
+def add_sub_once(m: Any, client: Any) -> None:
+    inputs = [
+        m.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(A),
+        m.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(B),
+    ]
+    result = client.infer("add_sub", inputs)
+    result.as_numpy("OUTPUT0")
+    result.as_numpy("OUTPUT1")
+
+
+def sequential(m: Any, url: str, n: int, blocks: int) -> tuple[float, float]:
+    """(best req/s, lowest CPU us/req) over ``blocks`` blocks of ``n`` requests."""
+    best_rate, best_cpu = 0.0, float("inf")
+    with m.InferenceServerClient(url) as client:
+        for _ in range(min(200, n)):
+            add_sub_once(m, client)
+        for _ in range(blocks):
+            gc.collect()
+            wall, cpu = time.perf_counter(), time.process_time()
+            for _ in range(n):
+                add_sub_once(m, client)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            best_rate, best_cpu = max(best_rate, n / wall), min(best_cpu, cpu / n * 1e6)
+    return best_rate, best_cpu
+
+
+def async16(m: Any, url: str, rounds: int) -> float:
+    """req/s for rounds of 16 async_infer + 16 get_result."""
+    with m.InferenceServerClient(url, concurrency=16) as client:
+
+        def one_round() -> None:
+            inputs = [
+                m.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(A),
+                m.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(B),
+            ]
+            handles = [client.async_infer("add_sub", inputs) for _ in range(16)]
+            for handle in handles:
+                handle.get_result().as_numpy("OUTPUT0")
+
+        one_round()
+        start = time.perf_counter()
+        for _ in range(rounds):
+            one_round()
+        return 16 * rounds / (time.perf_counter() - start)
+
+
+def best_of(rounds: int, fn: Callable[[], None]) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        gc.collect()
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def large(m: Any, url: str, data: np.ndarray[Any, Any], rounds: int) -> float:
+    """Best seconds for one 64 MB identity round trip."""
+    with m.InferenceServerClient(url, network_timeout=600) as client:
+
+        def once() -> None:
+            inp = m.InferInput("IN_FP32", [data.size], "FP32").set_data_from_numpy(data)
+            out = client.infer("identity_all", [inp]).as_numpy("OUT_FP32")
+            assert out.shape == data.shape and out[-1] == data[-1]
+
+        return best_of(rounds, once)
+
+
+def strings(m: Any, url: str, data: np.ndarray[Any, Any], rounds: int) -> float:
+    """Best seconds for one round trip of the strings."""
+    with m.InferenceServerClient(url, network_timeout=600) as client:
+
+        def once() -> None:
+            inp = m.InferInput("INPUT0", [data.size], "BYTES").set_data_from_numpy(data)
+            out = client.infer("identity_bytes", [inp]).as_numpy("OUTPUT0")
+            assert out.shape == data.shape and out[-1] == data[-1]
+
+        return best_of(rounds, once)
+
+
+def floor(url: str, model: str, m_inputs: list[Any], n: int) -> tuple[float, float]:
+    body, json_size = tritonhttp.InferenceServerClient.generate_request_body(m_inputs)
+    headers = {} if json_size is None else {"Inference-Header-Content-Length": str(json_size)}
+    return raw_round_trips(url, f"/v2/models/{model}/infer", headers, [body], n)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--url", help="host:port of a running real Triton (default: start one)")
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
+    args = ap.parse_args()
+    n_seq = 300 if args.quick else 2000
+    rounds = 1 if args.quick else 5
+    big = np.random.default_rng(0).random(64 * 1024 * 1024 // 4, dtype=np.float32)
+    words = np.array([f"w{i}".encode() for i in range(100_000)], dtype=object)
+
+    with real_triton(args.url) as url:
+        # Alternate the clients so that a change in the machine's load hits both.
+        ours_seq, ref_seq = (0.0, float("inf")), (0.0, float("inf"))
+        for _ in range(rounds):
+            o, r = sequential(tritonhttp, url, n_seq, 1), sequential(ref_http, url, n_seq, 1)
+            ours_seq = (max(ours_seq[0], o[0]), min(ours_seq[1], o[1]))
+            ref_seq = (max(ref_seq[0], r[0]), min(ref_seq[1], r[1]))
+        print(line("sequential add_sub req/s", ours_seq[0], ref_seq[0], "req/s"))
+        print(line("sequential add_sub client CPU", ours_seq[1], ref_seq[1], "us/req", False))
+        inputs = [
+            tritonhttp.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(A),
+            tritonhttp.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(B),
+        ]
+        seq_floor, _ = floor(url, "add_sub", inputs, n_seq)
+        print(f"  floor (raw pre-built requests): {1 / seq_floor:,.0f} req/s")
+
+        ours_async = async16(tritonhttp, url, 20 if args.quick else 200)
+        ref_async = async16(ref_http, url, 2 if args.quick else 8)
+        print(line("async_infer x16", ours_async, ref_async, "req/s"))
+
+        big_input = [tritonhttp.InferInput("IN_FP32", [big.size], "FP32").set_data_from_numpy(big)]
+        large(tritonhttp, url, big, 1), large(ref_http, url, big, 1)  # warm up the server
+        ours_big = ref_big = big_floor = float("inf")
+        for _ in range(rounds):  # alternate: a change in load hits all three
+            ours_big = min(ours_big, large(tritonhttp, url, big, 1))
+            ref_big = min(ref_big, large(ref_http, url, big, 1))
+            big_floor = min(big_floor, floor(url, "identity_all", big_input, 1)[1])
+        gbs = big.nbytes / 1e9
+        print(line("64 MB FP32 identity", gbs / ours_big, gbs / ref_big, "GB/s"))
+        print(
+            f"  floor (raw pre-built request): {gbs / big_floor:.2f} GB/s"
+            f" -> best possible ratio {ref_big / big_floor:.2f}"
+        )
+
+        str_input = [
+            tritonhttp.InferInput("INPUT0", [words.size], "BYTES").set_data_from_numpy(words)
+        ]
+        strings(tritonhttp, url, words, 1), strings(ref_http, url, words, 1)  # warm up
+        ours_str = ref_str = str_floor = float("inf")
+        for _ in range(rounds):
+            ours_str = min(ours_str, strings(tritonhttp, url, words, 1))
+            ref_str = min(ref_str, strings(ref_http, url, words, 1))
+            str_floor = min(str_floor, floor(url, "identity_bytes", str_input, 1)[1])
+        mps = words.size / 1e6
+        print(line("100k strings identity", mps / ours_str, mps / ref_str, "M/s"))
+        print(
+            f"  floor (raw pre-built request): {mps / str_floor:.2f} M/s"
+            f" -> best possible ratio {ref_str / str_floor:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
