@@ -16,6 +16,7 @@ from ._errors import CliError
 from ._infer import build_inputs, fetch_model_io, input_options, parse_input_args
 from ._render import console, emit_json, new_table, print_table
 from ._settings import Settings, json_flag
+from ._values import batch_size as request_batch_size
 
 if TYPE_CHECKING:
     import numpy as np
@@ -349,10 +350,7 @@ def bench(
         given = build_inputs(model_io, input_args)
         arrays = random_inputs(model_io, given, batch_size, string_length)
         request_inputs, request_outputs = _make_request(arrays, list(model_io.outputs), binary)
-        batch = 1
-        if model_io.batches and arrays:
-            first = next(iter(arrays.values()))
-            batch = int(first.shape[0]) if first.ndim else 1
+        batch = request_batch_size(model_io, arrays)
         # One request up front: a bad input or a missing model fails here, at once.
         client.infer(model, request_inputs, model_version, request_outputs, headers=headers)
         from ._load import LoadGenerator

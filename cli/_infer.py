@@ -17,6 +17,7 @@ from ._settings import Settings, json_flag
 from ._values import (
     ModelIO,
     RawValue,
+    batch_size,
     fit_shape,
     parse_assignments,
     parse_dims,
@@ -286,46 +287,70 @@ def infer(
     """
     params = {k: parse_json_or_text(v) for k, v in parse_assignments(parameters, "--parameter")}
     input_args = parse_input_args(inputs, shapes, datatypes)
-    headers = settings.request_headers
     with settings.client() as client:
         io = fetch_model_io(client, settings, model, model_version)
         arrays = build_inputs(io, input_args)
         wanted = [io.output(n).name for n in output_names] if output_names else list(io.outputs)
-        batch = None
-        if io.batches and arrays:
-            batch = next(iter(arrays.values())).shape[0] if next(iter(arrays.values())).ndim else 1
-
-        def run(shm_io: Any) -> tuple[tritonhttp.InferResult, list[float]]:
-            tensors = _make_inputs(arrays, binary, shm_io)
-            requested = _make_outputs(wanted, binary, shm_io)
-            latencies = []
-            result = None
-            for _ in range(repeat):
-                start = time.perf_counter()
-                result = client.infer(
-                    model,
-                    tensors,
-                    model_version=model_version,
-                    outputs=requested,
-                    headers=headers,
-                    parameters=params or None,
-                )
-                latencies.append(time.perf_counter() - start)
-            assert result is not None
-            return result, latencies
-
+        request = _Request(client, settings, model, model_version, params, binary, repeat)
         if shm is not None:
             from ._shm_io import shared_memory_io
 
             specs = [io.outputs[n] for n in wanted]
-            with shared_memory_io(shm, client, headers, arrays, specs, batch, device_id) as shm_io:
-                result, latencies = run(shm_io)
+            batch = batch_size(io, arrays) if io.batches else None
+            with shared_memory_io(
+                shm, client, settings.request_headers, arrays, specs, batch, device_id
+            ) as shm_io:
+                result, latencies = request.run(arrays, wanted, shm_io)
                 outputs = _collect(result, shm_io)
         else:
-            result, latencies = run(None)
+            result, latencies = request.run(arrays, wanted, None)
             outputs = _collect(result, None)
     saved = _save(Path(save), outputs) if save else []
-    response = result.get_response()
+    _show(settings, model, result.get_response(), outputs, latencies, saved)
+
+
+@dataclass
+class _Request:
+    """One ``infer`` call, sent ``repeat`` times."""
+
+    client: tritonhttp.InferenceServerClient
+    settings: Settings
+    model: str
+    version: str
+    parameters: dict[str, Any]
+    binary: bool
+    repeat: int
+
+    def run(
+        self, arrays: dict[str, np.ndarray[Any, Any]], wanted: list[str], shm_io: Any
+    ) -> tuple[tritonhttp.InferResult, list[float]]:
+        tensors = _make_inputs(arrays, self.binary, shm_io)
+        requested = _make_outputs(wanted, self.binary, shm_io)
+        latencies = []
+        result = None
+        for _ in range(self.repeat):
+            start = time.perf_counter()
+            result = self.client.infer(
+                self.model,
+                tensors,
+                model_version=self.version,
+                outputs=requested,
+                headers=self.settings.request_headers,
+                parameters=self.parameters or None,
+            )
+            latencies.append(time.perf_counter() - start)
+        assert result is not None
+        return result, latencies
+
+
+def _show(
+    settings: Settings,
+    model: str,
+    response: dict[str, Any],
+    outputs: list[OutputTensor],
+    latencies: list[float],
+    saved: list[str],
+) -> None:
     if settings.json_output:
         rendered = []
         for out in outputs:
@@ -352,27 +377,19 @@ def infer(
             },
         )
         return
-    table = new_table(
-        "output",
-        "datatype",
-        "shape",
-        "values",
-        title=f"{response.get('model_name', model)} (version {response.get('model_version', '?')})",
-    )
+    name = response.get("model_name", model)
+    version = response.get("model_version", "?")
+    table = new_table("output", "datatype", "shape", "values", title=f"{name} (version {version})")
     for out in outputs:
-        table.add_row(
-            out.name,
-            out.datatype,
-            "[" + ",".join(map(str, out.shape)) + "]",
-            format_array(out.array),
-        )
+        shape = "[" + ",".join(map(str, out.shape)) + "]"
+        table.add_row(out.name, out.datatype, shape, format_array(out.array))
     print_table(settings, table)
-    out_stream = settings.stdout
-    if repeat > 1:
+    stream = settings.stdout
+    if len(latencies) > 1:
         t = _timing(latencies)
-        out_stream.write(
+        stream.write(
             f"{t['requests']} requests: mean {t['mean_ms']:.3f} ms, p50 {t['p50_ms']:.3f} ms, "
             f"min {t['min_ms']:.3f} ms, max {t['max_ms']:.3f} ms\n"
         )
     for path in saved:
-        out_stream.write(f"saved {path}\n")
+        stream.write(f"saved {path}\n")

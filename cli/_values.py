@@ -32,6 +32,7 @@ __all__ = [
     "ModelIO",
     "RawValue",
     "TensorSpec",
+    "batch_size",
     "fit_shape",
     "parse_assignments",
     "parse_dims",
@@ -348,6 +349,16 @@ def to_array(raw: RawValue, datatype: str) -> np.ndarray[Any, Any]:
 
 
 # -- shapes ----------------------------------------------------------------------------
+
+
+def batch_size(io: ModelIO, arrays: dict[str, np.ndarray[Any, Any]]) -> int:
+    """The batch size of a request: the first dimension of its inputs (1 if none)."""
+    if not io.batches:
+        return 1
+    for array in arrays.values():
+        if array.ndim:
+            return int(array.shape[0])
+    return 1
 
 
 def _matches(shape: Sequence[int], dims: Sequence[int]) -> bool:

@@ -389,3 +389,31 @@ def test_metrics_parser_keeps_the_server_names() -> None:
     assert samples[0].selector == 'nv_inference_count{model="add_sub",version="1"}'
     with pytest.raises(CliError, match="not in the Prometheus text format"):
         parse_metrics("this is { not metrics\n")
+
+
+def test_python_dash_m() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tritonhttp_cli", "--version"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.startswith("triton-cli, version ")
+
+
+def test_health_imports_nothing_it_does_not_need() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['triton-cli', '--url', '127.0.0.1:1', 'health', 'live']\n"
+        "try:\n"
+        "    runpy.run_module('tritonhttp_cli', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = [m for m in ('rich', 'prometheus_client', 'matplotlib') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "", done.stdout + done.stderr
