@@ -333,6 +333,8 @@ def bench(
         raise click.UsageError("give --duration or --requests, not both")
     if duration is None and request_count is None:
         duration = 5.0
+    if csv_path == "-" and settings.json_output:
+        raise click.UsageError("--csv - and --json both want stdout: give --csv a file")
     if request_rate:
         load, levels = "request_rate", parse_levels(request_rate, "--request-rate", False)
         pool = max_threads

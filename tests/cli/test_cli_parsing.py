@@ -110,6 +110,7 @@ def test_version() -> None:
         (["bench", "m", "-c", "1.5"], "whole numbers"),
         (["bench", "m", "-r", "x"], "START:END"),
         (["generate", "m"], "nothing to send"),
+        (["--json", "bench", "m", "--csv", "-"], "both want stdout"),
         (["infer", "m", "-i", "NOEQUALS"], "expected NAME=VALUE"),
         (["metrics", "--filter", "("], "invalid regular expression"),
         (["log", "set", "novalue"], "expected NAME=VALUE"),
