@@ -1,0 +1,5 @@
+"""``python -m tritonhttp_cli``: the same as the ``triton-cli`` script."""
+
+from .main import main
+
+main()

@@ -1,0 +1,237 @@
+"""``model list|load|unload|config|metadata|stats|ready``: the model repository."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ._complete import complete_model
+from ._errors import InputError
+from ._render import console, emit_json, json_text, new_table, print_table
+from ._settings import Settings, json_flag
+from ._values import parse_assignments
+
+__all__ = ["model"]
+
+_VERSION = click.option("--model-version", default="", metavar="VERSION", help="Model version.")
+
+
+@click.group()
+def model() -> None:
+    """Manage and inspect the models in the repository."""
+
+
+@model.command("list")
+@json_flag
+@click.pass_obj
+def list_models(settings: Settings) -> None:
+    """Models in the repository, with their state and the reason for it."""
+    with settings.client() as client:
+        index = client.get_model_repository_index(headers=settings.request_headers)
+    if settings.json_output:
+        emit_json(settings, index)
+        return
+    table = new_table("model", "version", "state", "reason")
+    for entry in index:
+        table.add_row(
+            str(entry.get("name", "")),
+            str(entry.get("version", "")),
+            str(entry.get("state", "")),
+            str(entry.get("reason", "")),
+        )
+    print_table(settings, table)
+
+
+def _read_config(config: str | None) -> str | None:
+    if config is None:
+        return None
+    if config.startswith("@"):
+        path = Path(config[1:]).expanduser()
+        try:
+            config = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise InputError(f"--config: cannot read {path}: {e.strerror or e}") from None
+    try:
+        json.loads(config)
+    except ValueError as e:
+        raise InputError(f"--config is not valid JSON: {e}") from None
+    return config
+
+
+def _read_files(files: tuple[str, ...]) -> dict[str, bytes] | None:
+    if not files:
+        return None
+    read: dict[str, bytes] = {}
+    for target, source in parse_assignments(files, "--file"):
+        if not source.startswith("@"):
+            raise InputError(f"--file {target}: the content must be @LOCAL_PATH")
+        path = Path(source[1:]).expanduser()
+        try:
+            content = path.read_bytes()
+        except OSError as e:
+            raise InputError(f"--file {target}: cannot read {path}: {e.strerror or e}") from None
+        key = target if target.startswith("file:") else f"file:{target}"
+        read[key] = content
+    return read
+
+
+@model.command()
+@click.argument("name", shell_complete=complete_model)
+@click.option(
+    "--config",
+    metavar="JSON|@FILE",
+    help="Model configuration (JSON) to load the model with, instead of config.pbtxt.",
+)
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    metavar="PATH=@LOCAL",
+    help="Model file to upload, e.g. 1/model.py=@./model.py (needs --config). Repeatable.",
+)
+@json_flag
+@click.pass_obj
+def load(settings: Settings, name: str, config: str | None, files: tuple[str, ...]) -> None:
+    """Load (or reload) model NAME (explicit model control mode)."""
+    config_text = _read_config(config)
+    contents = _read_files(files)
+    if contents and config_text is None:
+        raise InputError("--file needs --config (the server requires both)")
+    with settings.client() as client:
+        client.load_model(
+            name, headers=settings.request_headers, config=config_text, files=contents
+        )
+    if settings.json_output:
+        emit_json(settings, {"model": name, "loaded": True})
+    else:
+        settings.stdout.write(f"loaded model '{name}'\n")
+
+
+@model.command()
+@click.argument("name", shell_complete=complete_model)
+@click.option("--unload-dependents", is_flag=True, help="Also unload the models that depend on it.")
+@json_flag
+@click.pass_obj
+def unload(settings: Settings, name: str, unload_dependents: bool) -> None:
+    """Unload model NAME (explicit model control mode)."""
+    with settings.client() as client:
+        client.unload_model(
+            name, headers=settings.request_headers, unload_dependents=unload_dependents
+        )
+    if settings.json_output:
+        emit_json(settings, {"model": name, "unloaded": True})
+    else:
+        settings.stdout.write(f"unloaded model '{name}'\n")
+
+
+@model.command()
+@click.argument("name", shell_complete=complete_model)
+@_VERSION
+@json_flag
+@click.pass_obj
+def config(settings: Settings, name: str, model_version: str) -> None:
+    """The configuration of model NAME (as JSON)."""
+    with settings.client() as client:
+        answer = client.get_model_config(name, model_version, headers=settings.request_headers)
+    if settings.json_output:
+        emit_json(settings, answer)
+    else:
+        from rich.syntax import Syntax
+
+        console(settings).print(Syntax(json_text(answer), "json", background_color="default"))
+
+
+def _shape(dims: list[Any]) -> str:
+    return "[" + ",".join(str(d) for d in dims) + "]"
+
+
+@model.command()
+@click.argument("name", shell_complete=complete_model)
+@_VERSION
+@json_flag
+@click.pass_obj
+def metadata(settings: Settings, name: str, model_version: str) -> None:
+    """Inputs, outputs, versions and platform of model NAME."""
+    with settings.client() as client:
+        answer = client.get_model_metadata(name, model_version, headers=settings.request_headers)
+    if settings.json_output:
+        emit_json(settings, answer)
+        return
+    versions = ", ".join(answer.get("versions", []))
+    title = f"{answer.get('name')} ({answer.get('platform', '?')}; versions {versions or '-'})"
+    table = new_table("tensor", "name", "datatype", "shape", title=title)
+    for kind in ("inputs", "outputs"):
+        for tensor in answer.get(kind, []):
+            table.add_row(
+                kind[:-1], tensor["name"], tensor["datatype"], _shape(tensor.get("shape", []))
+            )
+    print_table(settings, table)
+
+
+def _avg_us(stats: dict[str, Any], key: str) -> str:
+    entry = stats.get(key) or {}
+    count = int(entry.get("count", 0))
+    if not count:
+        return "-"
+    micros = int(entry.get("ns", 0)) / count / 1000
+    return f"{micros:.1f}" if micros < 100 else f"{micros:.0f}"
+
+
+@model.command()
+@click.argument("name", required=False, shell_complete=complete_model)
+@_VERSION
+@json_flag
+@click.pass_obj
+def stats(settings: Settings, name: str | None, model_version: str) -> None:
+    """Inference statistics of model NAME (default: all models).
+
+    Times are averages per request, in microseconds.
+    """
+    if model_version and not name:
+        raise click.UsageError("--model-version needs a model NAME")
+    with settings.client() as client:
+        answer = client.get_inference_statistics(
+            name or "", model_version, headers=settings.request_headers
+        )
+    if settings.json_output:
+        emit_json(settings, answer)
+        return
+    columns = ("infers", "execs", "ok", "fail", "queue", "input", "infer", "output")
+    table = new_table(
+        "model", "ver", *columns, numeric=columns, title="Inference statistics (times: µs)"
+    )
+    for entry in answer.get("model_stats", []):
+        inference = entry.get("inference_stats", {})
+        table.add_row(
+            str(entry.get("name", "")),
+            str(entry.get("version", "")),
+            str(entry.get("inference_count", 0)),
+            str(entry.get("execution_count", 0)),
+            str((inference.get("success") or {}).get("count", 0)),
+            str((inference.get("fail") or {}).get("count", 0)),
+            _avg_us(inference, "queue"),
+            _avg_us(inference, "compute_input"),
+            _avg_us(inference, "compute_infer"),
+            _avg_us(inference, "compute_output"),
+        )
+    print_table(settings, table)
+
+
+@model.command()
+@click.argument("name", shell_complete=complete_model)
+@_VERSION
+@json_flag
+@click.pass_context
+def ready(ctx: click.Context, name: str, model_version: str) -> None:
+    """Is model NAME ready? (exit status 0 ready, 1 not)"""
+    settings: Settings = ctx.obj
+    with settings.client() as client:
+        is_ready = client.is_model_ready(name, model_version, headers=settings.request_headers)
+    if settings.json_output:
+        emit_json(settings, {"model": name, "version": model_version, "ready": is_ready})
+    else:
+        settings.stdout.write(f"{name}: {'ready' if is_ready else 'not ready'}\n")
+    ctx.exit(0 if is_ready else 1)
