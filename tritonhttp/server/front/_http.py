@@ -1,0 +1,115 @@
+"""ASGI plumbing: reading bodies, JSON parsing with RapidJSON's errors, sending responses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import rapidjson
+
+from ..core._errors import Code, CoreError
+
+__all__ = [
+    "JSON",
+    "TEXT",
+    "Receive",
+    "Scope",
+    "Send",
+    "parse_json",
+    "read_body",
+    "send_error",
+    "send_response",
+]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+JSON = b"application/json"
+TEXT = b"text/plain"
+
+_NM = rapidjson.NM_NONE
+
+
+async def read_body(receive: Receive, limit: int | None = None) -> bytearray:
+    """The whole request body as a writable buffer (inputs become writable numpy views)."""
+    message = await receive()
+    body = message.get("body", b"")
+    if not message.get("more_body", False):
+        return bytearray(body)
+    buf = bytearray(body)
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ConnectionError("client disconnected")
+        buf += message.get("body", b"")
+        if limit is not None and len(buf) > limit:
+            raise CoreError("request body too large", Code.INVALID_ARG)
+        if not message.get("more_body", False):
+            return buf
+
+
+def parse_json(data: bytes | bytearray | memoryview) -> Any:
+    """Parse like Triton's RapidJSON: errors as 500 ``failed to parse the request JSON buffer``."""
+    raw = bytes(data)
+    try:
+        return rapidjson.loads(raw, number_mode=_NM)
+    except rapidjson.JSONDecodeError as e:
+        text = str(e)
+        # "Parse error at offset N: message"
+        head, _, message = text.partition(": ")
+        offset = head.rsplit(" ", 1)[-1]
+        raise CoreError(
+            f"failed to parse the request JSON buffer: {message} at {offset}", Code.INTERNAL
+        ) from None
+    except UnicodeDecodeError:
+        # RapidJSON copies invalid UTF-8 through; keep those bytes as surrogates.
+        try:
+            return json.loads(raw.decode("utf-8", "surrogateescape"))
+        except json.JSONDecodeError as e:
+            raise CoreError(
+                f"failed to parse the request JSON buffer: {e.msg}. at {e.pos}", Code.INTERNAL
+            ) from None
+
+
+def error_body(message: str) -> bytes:
+    from .. import _json
+
+    return b'{"error":' + _json.escape_str(message).encode("utf-8", "surrogateescape") + b"}"
+
+
+async def send_response(
+    send: Send,
+    status: int,
+    body: bytes | bytearray | memoryview = b"",
+    content_type: bytes | None = JSON,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    length_first: bool = False,
+) -> None:
+    """One complete response; ``length_first`` mimics Triton's text/plain header order."""
+    out: list[tuple[bytes, bytes]] = []
+    length = (b"content-length", str(len(body)).encode())
+    if length_first:
+        out.append(length)
+    if content_type is not None:
+        out.append((b"content-type", content_type))
+    if headers:
+        out.extend(headers)
+    if not length_first:
+        out.append(length)
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": bytes(body) if not isinstance(body, bytes) else body})
+
+
+async def send_error(
+    send: Send, error: CoreError, content_type: bytes = JSON, status: int | None = None
+) -> None:
+    """``{"error": message}`` with the status of the error's code."""
+    await send_response(
+        send,
+        status if status is not None else error.http_status,
+        error_body(error.message),
+        content_type,
+        length_first=content_type == TEXT,
+    )
