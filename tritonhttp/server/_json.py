@@ -197,7 +197,7 @@ def format_double(x: float) -> str:
     if -_INTEGRAL_LIMIT < x < _INTEGRAL_LIMIT and x.is_integer() and x != 0.0:
         return f"{int(x)}.0"
     s = _format_uncached(x)
-    if x == x:  # NaN never hits a dict lookup anyway
+    if x == x and x != 0.0:  # NaN never matches; 0.0 == -0.0 would mix the two up
         if len(_MEMO) >= _MEMO_LIMIT:
             _MEMO.clear()
         _MEMO[x] = s

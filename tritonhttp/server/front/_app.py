@@ -77,8 +77,23 @@ class HttpFrontend:
             return
         self.in_flight += 1
         self._idle.clear()
+        started = [False]
+
+        async def tracked_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                started[0] = True
+            await send(message)
+
         try:
-            await self._dispatch(scope, receive, send)
+            await self._dispatch(scope, receive, tracked_send)
+        except ConnectionError:
+            pass  # the client went away
+        except Exception as e:  # a bug of ours: answer clearly, keep serving
+            log.exception("unexpected error handling %s %s", scope.get("method"), scope.get("path"))
+            if not started[0]:
+                await send_response(
+                    send, 500, error_body(f"internal server error: {type(e).__name__}: {e}"), JSON
+                )
         finally:
             self.in_flight -= 1
             if self.in_flight == 0:
@@ -184,7 +199,10 @@ class HttpFrontend:
                 await send_response(send, 403, error_body(msg), TEXT, length_first=True)
                 return
         if method not in allowed:
-            await send_response(send, 405, _NOT_ALLOWED, TEXT, length_first=True)
+            if text405:
+                await send_response(send, 405, _NOT_ALLOWED, TEXT, length_first=True)
+            else:
+                await send_response(send, 405, _NOT_ALLOWED, JSON)
             return
         try:
             await handler(scope, receive, send, *args)

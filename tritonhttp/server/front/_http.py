@@ -53,6 +53,9 @@ async def read_body(receive: Receive, limit: int | None = None) -> bytearray:
 def parse_json(data: bytes | bytearray | memoryview) -> Any:
     """Parse like Triton's RapidJSON: errors as 500 ``failed to parse the request JSON buffer``."""
     raw = bytes(data)
+    nul = raw.find(b"\0")
+    if nul >= 0:  # RapidJSON reads a NUL-terminated string
+        raw = raw[:nul]
     try:
         return rapidjson.loads(raw, number_mode=_NM)
     except rapidjson.JSONDecodeError as e:

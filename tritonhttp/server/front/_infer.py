@@ -424,7 +424,7 @@ def _binary(out: OutputTensor) -> bytes | memoryview:
         arr = np.ascontiguousarray(arr)
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
-    return memoryview(arr).cast("B") if arr.size else b""
+    return memoryview(arr.reshape(-1).view(np.uint8)) if arr.size else b""
 
 
 def encode_response(
