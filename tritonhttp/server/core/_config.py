@@ -76,7 +76,8 @@ def read_config(model_dir: Path) -> ModelConfig | None:
         return None
     cfg = ModelConfig()
     try:
-        text_format.Parse(path.read_text(encoding="utf-8"), cfg)
+        text = path.read_text(encoding="utf-8")
+        text_format.Parse(text, cfg)
     except (text_format.ParseError, UnicodeDecodeError) as e:
         raise PollError(f"failed to read text proto from {path}: {e}") from None
     return cfg
@@ -311,6 +312,7 @@ def _message(msg: Message, out: list[str]) -> None:
         if is_map:
             value_field = field.message_type.fields_by_name["value"]
             out.append("{")
+            # Triton's own order is its hash map's (it varies between runs): sorted here
             for i, key in enumerate(sorted(value)):
                 if i:
                     out.append(",")

@@ -36,13 +36,16 @@ def _fmt_shape(shape: list[int]) -> str:
 
 
 class _InputSpec:
-    __slots__ = ("dims", "dtype", "name", "optional", "wire")
+    __slots__ = ("dims", "dtype", "name", "optional", "reshape", "wire")
 
-    def __init__(self, name: str, wire: str, dims: list[int], optional: bool) -> None:
+    def __init__(
+        self, name: str, wire: str, dims: list[int], optional: bool, reshape: list[int] | None
+    ) -> None:
         self.name = name
         self.wire = wire
         self.dims = dims
         self.optional = optional
+        self.reshape = reshape
         self.dtype = TRITON_TO_NUMPY.get(wire)
 
 
@@ -88,7 +91,13 @@ class ModelVersion:
         self.decoupled = config.model_transaction_policy.decoupled
         self._max_batch = config.max_batch_size
         self._inputs = {
-            i.name: _InputSpec(i.name, wire_datatype(i.data_type), list(i.dims), i.optional)
+            i.name: _InputSpec(
+                i.name,
+                wire_datatype(i.data_type),
+                list(i.dims),
+                i.optional,
+                list(i.reshape.shape) if i.HasField("reshape") else None,
+            )
             for i in config.input
         }
         self._input_count = len(config.input)
@@ -177,7 +186,19 @@ class ModelVersion:
                     msg += _BATCH_NOTE
                 raise CoreError(msg)
         for t in order:
-            self._decode(t, specs[t.name], prefix)
+            spec = specs[t.name]
+            self._decode(t, spec, prefix)
+            if spec.reshape is not None and t.array is not None:
+                shape = spec.reshape
+                if self._max_batch > 0:
+                    shape = [t.shape[0], *shape]
+                if -1 in shape:
+                    known = 1
+                    for d in shape:
+                        known *= d if d != -1 else 1
+                    shape = [t.array.size // known if d == -1 and known else d for d in shape]
+                t.shape = shape
+                t.array = t.array.reshape(shape)
         if self._sequence is not None:
             self._sequence.admit(req, name)
         if self._max_queue and len(self._queue) >= self._max_queue and not self._idle:

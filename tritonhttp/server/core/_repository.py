@@ -47,6 +47,9 @@ class ModelEntry:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     temp_dir: Path | None = None
     signature: tuple[Any, ...] = ()
+    #: a load got past polling (the model then counts as known even with no version)
+    attempted: bool = False
+    model_dir: Path | None = None
 
     def ready_versions(self) -> list[ModelVersion]:
         return [v for _, v in sorted(self.versions.items()) if v.ready]
@@ -108,7 +111,7 @@ class Repository:
     def get(self, name: str, version: str = "") -> ModelVersion:
         """The version to serve (highest ready when ``version`` is empty); §5 errors."""
         entry = self.models.get(name)
-        if entry is None or not entry.versions:
+        if entry is None or not (entry.versions or entry.attempted):
             raise CoreError(f"Request for unknown model: '{name}' is not found", Code.NOT_FOUND)
         if version:
             v = parse_version(version)
@@ -121,7 +124,7 @@ class Repository:
             if not mv.ready:
                 raise CoreError(
                     f"Request for unknown model: '{name}' version {v} is not at ready state",
-                    Code.NOT_FOUND,
+                    Code.UNAVAILABLE,
                 )
             return mv
         ready = entry.ready_versions()
@@ -153,7 +156,7 @@ class Repository:
         for name in sorted(names):
             entry = self.models.get(name)
             if entry is None or not entry.versions:
-                if not ready_only:
+                if not ready_only and (entry is None or not entry.attempted):
                     out.append({"name": name})
                 continue
             for v, mv in sorted(entry.versions.items()):
@@ -252,6 +255,16 @@ class Repository:
                 if len(found) > 1:
                     raise PollError("model appears in two or more repositories")
                 model_dir = found[0]
+                entry = self.models.get(name)
+                if (
+                    override is None
+                    and entry is not None
+                    and entry.versions
+                    and all(v.ready for v in entry.versions.values())
+                    and entry.model_dir == model_dir
+                    and entry.signature == _dir_signature(model_dir)
+                ):
+                    return  # unchanged on disk: Triton keeps what is loaded (even overrides)
             await self.load_dir(name, model_dir, override, temp_dir)
         except PollError as e:
             if temp_dir is not None:
@@ -286,11 +299,12 @@ class Repository:
             )
             normalize(cfg, name, [model_dir / str(v) for v in available])
             versions = version_policy_versions(cfg, available)
+            entry.attempted = True
             if not versions:
                 entry.failed = True
                 raise CoreError(
-                    f"at least one version must be available under the version policy of model "
-                    f"'{name}'"
+                    f"load failed for model '{name}': at least one version must be available "
+                    f"under the version policy of model '{name}'\n"
                 )
             loaded = await asyncio.gather(
                 *(self._load_version(name, v, model_dir, cfg) for v in versions)
@@ -321,6 +335,7 @@ class Repository:
                     shutil.rmtree(entry.temp_dir, ignore_errors=True)
                 entry.temp_dir = temp_dir
             entry.signature = _dir_signature(model_dir)
+            entry.model_dir = model_dir
             entry.failed = bool(failures)
             if failures:
                 text = "".join(

@@ -41,7 +41,7 @@ def _import(ctx: LoadContext, filename: str) -> Any:
     except BaseException as e:
         if isinstance(e, KeyboardInterrupt):
             raise
-        raise CoreError(format_exception(e, skip=1), Code.INTERNAL) from None
+        raise CoreError(format_exception(e), Code.INTERNAL) from None
     cls = getattr(module, "TritonPythonModel", None)
     if cls is None:
         raise CoreError(
@@ -72,7 +72,7 @@ class PythonBackend:
         try:
             result = hook(pb.ModelConfig(original))
         except Exception as e:
-            raise CoreError(format_exception(e, skip=1), Code.INTERNAL) from None
+            raise CoreError(format_exception(e), Code.INTERNAL) from None
         if not isinstance(result, pb.ModelConfig):
             raise CoreError(
                 f"auto_complete_config function in model '{config.name}' must return a valid "
@@ -112,7 +112,7 @@ class PythonBackend:
                 if callable(init):
                     init(args)
             except Exception as e:
-                raise CoreError(format_exception(e, skip=1), Code.INTERNAL) from None
+                raise CoreError(format_exception(e), Code.INTERNAL) from None
             return model
 
         try:

@@ -104,7 +104,7 @@ class InProcessInstance:
         except BaseException as e:  # the model's exception, whatever it is
             if isinstance(e, (KeyboardInterrupt, SystemExit)) and not isinstance(e, SystemExit):
                 raise
-            text = format_exception(e, skip=2)
+            text = format_exception(e)
             out = self._fail_all(n, text)
             for i, box in enumerate(finals):
                 if box:

@@ -66,15 +66,27 @@ def import_model_module(model_dir: Path, version: int, filename: str) -> types.M
                     pass
 
 
-def format_exception(exc: BaseException, skip: int = 1) -> str:
+_SERVER_DIR = str(Path(__file__).resolve().parents[2])
+_RUNTIME_PARTS = ("concurrent/futures/", "asyncio/", "threading.py")
+
+
+def _is_server_frame(filename: str) -> bool:
+    return filename.startswith(_SERVER_DIR) or any(p in filename for p in _RUNTIME_PARTS)
+
+
+def format_exception(exc: BaseException, skip: int = 0) -> str:
     """``<Type>: <message>\\n\\nAt:\\n  <file>(<line>): <function>\\n...``, innermost first.
 
-    ``skip`` drops the server's own frames at the outer end of the traceback.
+    The server's own frames (and the thread/asyncio machinery) at the outer end of the
+    traceback are left out, as if the model had been called directly; ``skip`` drops more.
     """
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, SyntaxError):
         return text
-    frames = traceback.extract_tb(exc.__traceback__)[skip:]
+    frames = traceback.extract_tb(exc.__traceback__)
+    while frames and _is_server_frame(frames[0].filename):
+        frames.pop(0)
+    frames = frames[skip:]
     if not frames:
         return text
     lines = "".join(f"  {f.filename}({f.lineno}): {f.name}\n" for f in reversed(frames))
