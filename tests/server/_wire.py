@@ -36,7 +36,9 @@ def exchange(
     conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
     try:
         data = body.encode() if isinstance(body, str) else body
-        conn.request(method, path, body=data if (data or method == "POST") else None, headers=headers or {})
+        conn.request(
+            method, path, body=data if (data or method == "POST") else None, headers=headers or {}
+        )
         r = conn.getresponse()
         payload = r.read()
         return Reply(r.status, {k.lower(): v for k, v in r.getheaders()}, payload)

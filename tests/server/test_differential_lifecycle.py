@@ -24,7 +24,12 @@ def j(doc: Any) -> str:
 
 
 def infer_body(inputs: list[tuple[str, str, list[int], list[Any]]], **extra: Any) -> str:
-    return j({**extra, "inputs": [{"name": n, "datatype": d, "shape": s, "data": v} for n, d, s, v in inputs]})
+    return j(
+        {
+            **extra,
+            "inputs": [{"name": n, "datatype": d, "shape": s, "data": v} for n, d, s, v in inputs],
+        }
+    )
 
 
 Step = tuple[str, str, str | bytes, dict[str, str]]
@@ -60,40 +65,184 @@ STEPS: list[Step] = [
     ("GET", "/v2/models/broken_model/versions/1", "", {}),
     ("POST", "/v2/models/multi_ver/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
     ("POST", "/v2/models/multi_ver/versions/2/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
-    ("POST", "/v2/models/specific_ver/versions/2/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
+    (
+        "POST",
+        "/v2/models/specific_ver/versions/2/infer",
+        infer_body([("IN", "INT32", [1], [0])]),
+        {},
+    ),
     ("POST", "/v2/models/latest2/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
     ("POST", "/v2/models/broken_model/infer", infer_body([("IN", "FP32", [1], [0])]), {}),
     ("POST", "/v2/models/decoupled/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
     ("POST", "/v2/models/noconfig/infer", infer_body([("IN", "FP32", [2, 2], [1, 2, 3, 4])]), {}),
-    ("POST", "/v2/models/classify/infer", infer_body([("IN", "FP32", [4], [0.5, 0.9, 0.1, 0.7])], outputs=[{"name": "OUT", "parameters": {"classification": 2}}]), {}),
-    ("POST", "/v2/models/classify/infer", infer_body([("IN", "FP32", [4], [0.5, 0.9, 0.1, 0.7])], outputs=[{"name": "OUT", "parameters": {"classification": 3, "binary_data": True}}]), {}),
-    ("POST", "/v2/models/cfgmodel/infer", infer_body([("INPUT0", "FP32", [1, 2, 2], [1, 2, 3, 4])]), {}),
-    ("POST", "/v2/models/cfgmodel/infer", infer_body([("INPUT0", "FP32", [5, 2, 2], [0] * 20)]), {}),
+    (
+        "POST",
+        "/v2/models/classify/infer",
+        infer_body(
+            [("IN", "FP32", [4], [0.5, 0.9, 0.1, 0.7])],
+            outputs=[{"name": "OUT", "parameters": {"classification": 2}}],
+        ),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/classify/infer",
+        infer_body(
+            [("IN", "FP32", [4], [0.5, 0.9, 0.1, 0.7])],
+            outputs=[{"name": "OUT", "parameters": {"classification": 3, "binary_data": True}}],
+        ),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/cfgmodel/infer",
+        infer_body([("INPUT0", "FP32", [1, 2, 2], [1, 2, 3, 4])]),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/cfgmodel/infer",
+        infer_body([("INPUT0", "FP32", [5, 2, 2], [0] * 20)]),
+        {},
+    ),
     ("POST", "/v2/models/cfgmodel/infer", infer_body([("INPUT0", "FP32", [2, 4], [0] * 8)]), {}),
     ("POST", "/v2/models/no_execute/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
-    *[("POST", "/v2/models/exec_errors/infer", infer_body([("MODE", "INT32", [1], [m])]), {}) for m in range(11)],
-    ("POST", "/v2/models/exec_errors/infer", infer_body([("MODE", "INT32", [1], [8])], outputs=[{"name": "OUT", "parameters": {"binary_data": True}}]), {}),
+    *[
+        ("POST", "/v2/models/exec_errors/infer", infer_body([("MODE", "INT32", [1], [m])]), {})
+        for m in range(11)
+    ],
+    (
+        "POST",
+        "/v2/models/exec_errors/infer",
+        infer_body(
+            [("MODE", "INT32", [1], [8])],
+            outputs=[{"name": "OUT", "parameters": {"binary_data": True}}],
+        ),
+        {},
+    ),
     ("POST", "/v2/models/param_echo/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
-    ("POST", "/v2/models/param_echo/infer", infer_body([("IN", "INT32", [1], [0])], id="rid-7", parameters={"mode": "ok", "priority": 0, "timeout": 5000000, "custom": "x", "binary_data_output": False, "i": -5, "b": True, "d": 1.5, "big": 18446744073709551615, "sequence_id": 5, "sequence_start": True}), {}),
-    ("POST", "/v2/models/param_echo/infer", infer_body([("IN", "INT32", [1], [0])], parameters={"sequence_id": "abc", "sequence_end": True}, outputs=[{"name": "INFO"}]), {}),
+    (
+        "POST",
+        "/v2/models/param_echo/infer",
+        infer_body(
+            [("IN", "INT32", [1], [0])],
+            id="rid-7",
+            parameters={
+                "mode": "ok",
+                "priority": 0,
+                "timeout": 5000000,
+                "custom": "x",
+                "binary_data_output": False,
+                "i": -5,
+                "b": True,
+                "d": 1.5,
+                "big": 18446744073709551615,
+                "sequence_id": 5,
+                "sequence_start": True,
+            },
+        ),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/param_echo/infer",
+        infer_body(
+            [("IN", "INT32", [1], [0])],
+            parameters={"sequence_id": "abc", "sequence_end": True},
+            outputs=[{"name": "INFO"}],
+        ),
+        {},
+    ),
     ("POST", "/v2/models/seq_accum/infer", infer_body([("INPUT", "INT32", [1], [1])]), {}),
-    ("POST", "/v2/models/seq_accum/infer", infer_body([("INPUT", "INT32", [1], [1])], parameters={"sequence_id": 5}), {}),
-    ("POST", "/v2/models/seq_accum/infer", infer_body([("INPUT", "INT32", [1], [1])], parameters={"sequence_id": 5, "sequence_start": True}), {}),
-    ("POST", "/v2/models/seq_accum/infer", infer_body([("INPUT", "INT32", [1], [2])], parameters={"sequence_id": 5}), {}),
-    ("POST", "/v2/models/seq_accum/infer", infer_body([("INPUT", "INT32", [1], [3])], parameters={"sequence_id": 5, "sequence_end": True}), {}),
-    ("POST", "/v2/models/seq_accum/infer", infer_body([("INPUT", "INT32", [1], [3])], parameters={"sequence_id": 5}), {}),
-    ("POST", "/v2/models/seq_accum/infer", infer_body([("INPUT", "INT32", [1], [4])], parameters={"sequence_id": "abc", "sequence_start": True, "sequence_end": True}), {}),
+    (
+        "POST",
+        "/v2/models/seq_accum/infer",
+        infer_body([("INPUT", "INT32", [1], [1])], parameters={"sequence_id": 5}),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/seq_accum/infer",
+        infer_body(
+            [("INPUT", "INT32", [1], [1])], parameters={"sequence_id": 5, "sequence_start": True}
+        ),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/seq_accum/infer",
+        infer_body([("INPUT", "INT32", [1], [2])], parameters={"sequence_id": 5}),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/seq_accum/infer",
+        infer_body(
+            [("INPUT", "INT32", [1], [3])], parameters={"sequence_id": 5, "sequence_end": True}
+        ),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/seq_accum/infer",
+        infer_body([("INPUT", "INT32", [1], [3])], parameters={"sequence_id": 5}),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/seq_accum/infer",
+        infer_body(
+            [("INPUT", "INT32", [1], [4])],
+            parameters={"sequence_id": "abc", "sequence_start": True, "sequence_end": True},
+        ),
+        {},
+    ),
     ("POST", "/v2/repository/models/multi_ver/unload", "", {}),
     ("POST", "/v2/models/multi_ver/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
     ("GET", "/v2/models/multi_ver", "", {}),
     ("GET", "/v2/models/multi_ver/stats", "", {}),
     ("POST", "/v2/repository/models/broken_model/unload", "", {}),
     ("GET", "/v2/health/ready", "", {}),
-    ("POST", "/v2/repository/models/add_sub/load", j({"parameters": {"config": j({"name": "add_sub", "backend": "python", "max_batch_size": 2, "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]}, {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]}], "output": [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]}, {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]}]})}}), {}),
+    (
+        "POST",
+        "/v2/repository/models/add_sub/load",
+        j(
+            {
+                "parameters": {
+                    "config": j(
+                        {
+                            "name": "add_sub",
+                            "backend": "python",
+                            "max_batch_size": 2,
+                            "input": [
+                                {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+                                {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+                            ],
+                            "output": [
+                                {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+                                {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+                            ],
+                        }
+                    )
+                }
+            }
+        ),
+        {},
+    ),
     ("GET", "/v2/models/add_sub/config", "", {}),
-    ("POST", "/v2/repository/models/add_sub/load", j({"parameters": {"config": j({"name": "wrong"})}}), {}),
+    (
+        "POST",
+        "/v2/repository/models/add_sub/load",
+        j({"parameters": {"config": j({"name": "wrong"})}}),
+        {},
+    ),
     ("POST", "/v2/repository/models/add_sub/load", j({"parameters": {"config": "{"}}), {}),
-    ("POST", "/v2/repository/models/add_sub/load", j({"parameters": {"file:1/model.py": "eA=="}}), {}),
+    (
+        "POST",
+        "/v2/repository/models/add_sub/load",
+        j({"parameters": {"file:1/model.py": "eA=="}}),
+        {},
+    ),
     ("GET", "/v2/models/add_sub/config", "", {}),
     ("POST", "/v2/repository/models/add_sub/load", "", {}),
     ("GET", "/v2/models/add_sub/config", "", {}),
@@ -103,11 +252,13 @@ STEPS: list[Step] = [
 
 def _same(ours: Reply, real: Reply) -> str | None:
     if (ours.status, ours.content_type, ours.body) != (real.status, real.content_type, real.body):
-        at = next((i for i, (a, b) in enumerate(zip(ours.body, real.body)) if a != b), 0)
+        at = next(
+            (i for i, (a, b) in enumerate(zip(ours.body, real.body, strict=False)) if a != b), 0
+        )
         start = max(0, at - 150)
         return (
-            f"ours {ours.status} {ours.content_type} {ours.body[start:start + 500]!r}\n"
-            f"   real {real.status} {real.content_type} {real.body[start:start + 500]!r}"
+            f"ours {ours.status} {ours.content_type} {ours.body[start : start + 500]!r}\n"
+            f"   real {real.status} {real.content_type} {real.body[start : start + 500]!r}"
         )
     return None
 

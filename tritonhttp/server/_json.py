@@ -37,10 +37,7 @@ def _cached_power(index: int) -> tuple[int, int]:
     if k >= 0:
         n = 10**k
         e = n.bit_length() - 64
-        if e > 0:
-            f = (n + (1 << (e - 1))) >> e
-        else:
-            f = n << -e
+        f = n + (1 << e - 1) >> e if e > 0 else n << -e
     else:
         d = 10**-k
         # 2**s / d lands in [2**63, 2**64) for s = 63 + bit_length(d) (or one less).
@@ -93,7 +90,7 @@ def _grisu2(value: float) -> tuple[str, int]:
     mf <<= me - pe
     # normalised value
     shift = 64 - f.bit_length()
-    wf, we = f << shift, e - shift
+    wf, _we = f << shift, e - shift
     # cached power
     dk = (-61 - pe) * 0.30102999566398114 + 347
     k = int(dk)
@@ -158,7 +155,7 @@ def _layout(digits: str, k: int) -> str:
     """RapidJSON's Prettify: where the point goes and when to switch to exponents."""
     length = len(digits)
     kk = length + k
-    if 0 <= k and kk <= 21:
+    if k >= 0 and kk <= 21:
         return digits + "0" * k + ".0"
     if 0 < kk <= 21:
         return digits[:kk] + "." + digits[kk:]
@@ -234,7 +231,7 @@ _ESCAPE_BYTES = set(_NEEDS_ESCAPE)
 
 
 def escape_str(s: str) -> str:
-    """A JSON string literal (with quotes) for ``s``: RapidJSON escapes, no ``\\u`` for non-ASCII."""
+    """A JSON string literal (with quotes) for ``s``: RapidJSON escapes, raw non-ASCII."""
     return '"' + s.translate(_ESCAPES) + '"'
 
 

@@ -90,7 +90,11 @@ def start(
     args = [sys.executable, "-m", "tritonhttp.server"]
     args += [f"--model-repository={Path(r).resolve()}" for r in repos]
     args += [f"--http-port={http}", f"--metrics-port={metrics}", *extra_args]
-    log = Path(log_path) if log_path else Path(tempfile.gettempdir()) / f"tritonhttp-server-{http}.log"
+    log = (
+        Path(log_path)
+        if log_path
+        else Path(tempfile.gettempdir()) / f"tritonhttp-server-{http}.log"
+    )
     with open(log, "wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
     server = BundledServer(proc, http, metrics, log, args)
@@ -98,12 +102,16 @@ def start(
     base = f"http://127.0.0.1:{http}/v2/health/"
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"tritonhttp.server exited with {proc.returncode}:\n{server.log()[-4000:]}")
+            raise RuntimeError(
+                f"tritonhttp.server exited with {proc.returncode}:\n{server.log()[-4000:]}"
+            )
         if _status(base + "live") == 200 and (not wait_ready or _status(base + "ready") == 200):
             return server
         time.sleep(0.05)
     server.stop()
-    raise RuntimeError(f"tritonhttp.server did not become ready in {timeout}s:\n{server.log()[-4000:]}")
+    raise RuntimeError(
+        f"tritonhttp.server did not become ready in {timeout}s:\n{server.log()[-4000:]}"
+    )
 
 
 @contextlib.contextmanager

@@ -10,7 +10,14 @@ import time
 __all__ = ["VERBOSE", "TritonFormatter", "configure_logging"]
 
 VERBOSE = 5
-_LETTER = {VERBOSE: "V", logging.DEBUG: "V", logging.INFO: "I", logging.WARNING: "W", logging.ERROR: "E", logging.CRITICAL: "E"}  # fmt: skip
+_LETTER = {
+    VERBOSE: "V",
+    logging.DEBUG: "V",
+    logging.INFO: "I",
+    logging.WARNING: "W",
+    logging.ERROR: "E",
+    logging.CRITICAL: "E",
+}
 
 
 class TritonFormatter(logging.Formatter):
@@ -31,7 +38,8 @@ class TritonFormatter(logging.Formatter):
         else:
             lt = time.localtime(t)
             micros = int((t % 1) * 1_000_000)
-            head = f"{letter}{lt.tm_mon:02d}{lt.tm_mday:02d} {lt.tm_hour:02d}:{lt.tm_min:02d}:{lt.tm_sec:02d}.{micros:06d} {record.process} {file}:{line}]"
+            stamp = time.strftime("%m%d %H:%M:%S", lt)
+            head = f"{letter}{stamp}.{micros:06d} {record.process} {file}:{line}]"
         text = record.getMessage()
         if record.exc_info:
             text += "\n" + self.formatException(record.exc_info)
@@ -53,7 +61,9 @@ def configure_logging(
         root.removeHandler(h)
         h.close()
     handler: logging.Handler = (
-        logging.FileHandler(log_file, encoding="utf-8") if log_file else logging.StreamHandler(sys.stderr)
+        logging.FileHandler(log_file, encoding="utf-8")
+        if log_file
+        else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(TritonFormatter(log_format == "ISO8601"))
     root.addHandler(handler)

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 __all__ = ["OptionsError", "ServerOptions", "parse_args"]
 
@@ -136,7 +137,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
                 raise OptionsError(f"--{name} is not supported: {_UNSUPPORTED[name]}")
     parser = _parser()
 
-    def fail(message: str) -> None:
+    def fail(message: str) -> NoReturn:
         raise OptionsError(message)
 
     parser.error = fail  # type: ignore[method-assign]

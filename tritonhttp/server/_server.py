@@ -7,15 +7,16 @@ import contextlib
 import logging
 import signal
 import sys
+from collections.abc import Sequence
 from typing import Any
 
+from ._logging import configure_logging
+from ._options import ServerOptions
 from .backends.python import PythonBackend
 from .core._core import VERSION, ServerCore
 from .core._repository import Repository
 from .core._settings import LogSettings, TraceSettings
 from .front import HttpFrontend, MetricsApp
-from ._logging import configure_logging
-from ._options import ServerOptions
 
 __all__ = ["Server", "StartupError"]
 
@@ -32,17 +33,21 @@ def _patch_uvicorn() -> None:
         from uvicorn.protocols.http import httptools_impl
 
         httptools_impl.STATUS_LINE[405] = b"HTTP/1.1 405 Not Allowed\r\n"
-        httptools_impl.HIGH_WATER_LIMIT = max(httptools_impl.HIGH_WATER_LIMIT, 4 * 1024 * 1024)
+        limit = getattr(httptools_impl, "HIGH_WATER_LIMIT", 0)
+        httptools_impl.HIGH_WATER_LIMIT = max(limit, 4 * 1024 * 1024)  # type: ignore[attr-defined]
     except (ImportError, AttributeError):  # pragma: no cover - other uvicorn layouts
         pass
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i]) for i in range(len(header))]
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    widths = [
+        max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i])
+        for i in range(len(header))
+    ]
     line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
 
     def fmt(r: tuple[str, ...]) -> str:
-        return "|" + "|".join(f" {c:<{w}} " for c, w in zip(r, widths)) + "|"
+        return "|" + "|".join(f" {c:<{w}} " for c, w in zip(r, widths, strict=False)) + "|"
 
     return "\n".join([line, fmt(header), line, *(fmt(r) for r in rows), line])
 
@@ -61,7 +66,9 @@ class Server:
                 mode = m if m in ("triton", "opentelemetry") else mode
             flat.update(values)
         trace = TraceSettings(
-            level=[lv.upper() for lv in flat.get("level", "OFF").split(",")] if "level" in flat else ["OFF"],
+            level=[lv.upper() for lv in flat.get("level", "OFF").split(",")]
+            if "level" in flat
+            else ["OFF"],
             rate=int(flat.get("rate", "1000")),
             count=int(flat.get("count", "-1")),
             log_frequency=int(flat.get("log-frequency", "0")),
@@ -141,7 +148,11 @@ class Server:
             self._uvicorn.append(server)
         log.info("Started HTTPService at %s:%d", o.http_address, o.http_port)
         if o.allow_metrics:
-            log.info("Started Metrics Service at %s:%d", o.metrics_address or o.http_address, o.metrics_port)
+            log.info(
+                "Started Metrics Service at %s:%d",
+                o.metrics_address or o.http_address,
+                o.metrics_port,
+            )
         if o.model_control_mode == "poll":
             self._poll = asyncio.get_running_loop().create_task(
                 self.repository.poll_forever(o.repository_poll_secs)
@@ -160,26 +171,35 @@ class Server:
                 running = None
             if running is loop:
                 coro.close()
-                raise pb.TritonModelException("model control from the event loop thread is not supported")
+                raise pb.TritonModelException(
+                    "model control from the event loop thread is not supported"
+                )
             return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
         def load_model(name: str, config: str = "", files: dict[str, bytes] | None = None) -> None:
             if repo.mode != "explicit":
                 raise pb.TritonModelException(
-                    "Failed to load model: explicit model load / unload is not allowed if polling is enabled"
+                    "Failed to load model: explicit model load / unload is not "
+                    "allowed if polling is enabled"
                 )
             import base64
 
-            encoded = {k.removeprefix("file:"): base64.b64encode(v).decode() for k, v in (files or {}).items()}
+            encoded = {
+                k.removeprefix("file:"): base64.b64encode(v).decode()
+                for k, v in (files or {}).items()
+            }
             try:
                 call(repo.load(name, config or None, encoded or None))
             except Exception as e:
-                raise pb.TritonModelException(f"Failed to load model: {getattr(e, 'message', e)}") from None
+                raise pb.TritonModelException(
+                    f"Failed to load model: {getattr(e, 'message', e)}"
+                ) from None
 
         def unload_model(name: str, unload_dependents: bool = False) -> None:
             if repo.mode != "explicit":
                 raise pb.TritonModelException(
-                    "Failed to unload model: explicit model load / unload is not allowed if polling is enabled"
+                    "Failed to unload model: explicit model load / unload is not "
+                    "allowed if polling is enabled"
                 )
             call(repo.unload(name, unload_dependents))
 
@@ -192,7 +212,13 @@ class Server:
 
     def _log_models(self) -> None:
         rows = [
-            (item["name"], item.get("version", ""), item.get("state", "") if not item.get("reason") else f"{item['state']}: {item['reason'].splitlines()[0] if item['reason'] else ''}")
+            (
+                item["name"],
+                item.get("version", ""),
+                item.get("state", "")
+                if not item.get("reason")
+                else f"{item['state']}: {item['reason'].splitlines()[0] if item['reason'] else ''}",
+            )
             for item in self.repository.index()
         ]
         log.info("\n%s", _table(("Model", "Version", "Status"), rows))

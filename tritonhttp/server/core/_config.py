@@ -58,7 +58,7 @@ WIRE_TO_DATATYPE = {v: k for k, v in DATATYPE_TO_WIRE.items()}
 
 def wire_datatype(data_type: int) -> str:
     """Protocol datatype name ("FP32") of a config DataType value."""
-    return DATATYPE_TO_WIRE[DataType.Name(data_type)]  # type: ignore[arg-type]
+    return DATATYPE_TO_WIRE[DataType.Name(data_type)]
 
 
 class PollError(Exception):
@@ -192,12 +192,11 @@ def validate_poll(cfg: ModelConfig, dir_name: str) -> None:
                         f"{name}. Allowed data types are TYPE_UINT64, TYPE_INT64, "
                         "TYPE_UINT32, TYPE_INT32 and TYPE_STRING"
                     )
-    if cfg.HasField("response_cache") and cfg.response_cache.enable:
-        if cfg.model_transaction_policy.decoupled:
-            raise PollError(
-                f"Response Cache does not currently support model {name} with 'decoupled' "
-                "transaction policy. Please disable the response cache."
-            )
+    if cfg.response_cache.enable and cfg.model_transaction_policy.decoupled:
+        raise PollError(
+            f"Response Cache does not currently support model {name} with 'decoupled' "
+            "transaction policy. Please disable the response cache."
+        )
 
 
 def validate_load(cfg: ModelConfig) -> None:
@@ -205,7 +204,7 @@ def validate_load(cfg: ModelConfig) -> None:
     name = cfg.name
     if cfg.platform != "ensemble" and not cfg.backend:
         raise CoreError(
-            f"unable to find backend library for backend '', try specifying runtime on the "
+            "unable to find backend library for backend '', try specifying runtime on the "
             "model configuration.",
             Code.INVALID_ARG,
         )
@@ -213,22 +212,19 @@ def validate_load(cfg: ModelConfig) -> None:
         for t in tensors:
             if t.data_type == DataType.TYPE_INVALID:
                 raise CoreError(f"model {kind} '{t.name}' must specify 'data_type' for {name}")
-            if not t.dims and not (kind == "input" and t.HasField("reshape")):
-                if cfg.max_batch_size == 0 or len(t.dims) == 0 and not t.HasField("reshape"):
-                    if cfg.max_batch_size == 0:
-                        raise CoreError(f"model {kind} '{t.name}' must specify 'dims' for {name}")
+            if not t.dims and not t.HasField("reshape") and cfg.max_batch_size == 0:
+                raise CoreError(f"model {kind} '{t.name}' must specify 'dims' for {name}")
             for d in t.dims:
                 if d < 1 and d != -1:
                     raise CoreError(
                         f"model {kind} '{t.name}' dimension must be integer >= 1, or -1 to "
                         f"indicate a variable-size dimension for {name}"
                     )
-            if t.HasField("reshape"):
-                if not t.reshape.shape and cfg.max_batch_size == 0:
-                    raise CoreError(
-                        f"model {kind} '{t.name}' cannot have empty reshape for non-batching "
-                        f"model as scalar tensors are not supported for {name}"
-                    )
+            if t.HasField("reshape") and not t.reshape.shape and cfg.max_batch_size == 0:
+                raise CoreError(
+                    f"model {kind} '{t.name}' cannot have empty reshape for non-batching "
+                    f"model as scalar tensors are not supported for {name}"
+                )
             if t.is_shape_tensor:
                 raise CoreError(
                     f"model {kind} '{t.name}': shape tensors are only supported for TensorRT "
@@ -258,14 +254,14 @@ def validate_load(cfg: ModelConfig) -> None:
 _FD = _descriptor.FieldDescriptor
 
 
-def _is_repeated(field: _descriptor.FieldDescriptor) -> bool:
+def _is_repeated(field: Any) -> bool:
     flag = getattr(field, "is_repeated", None)  # protobuf >= 6 dropped ``label``
     if flag is not None:
         return bool(flag)
     return bool(field.label == _FD.LABEL_REPEATED)
 
 
-def _scalar(field: _descriptor.FieldDescriptor, value: Any) -> str:
+def _scalar(field: Any, value: Any) -> str:
     t = field.type
     if t == _FD.TYPE_ENUM:
         return _json.escape_str(field.enum_type.values_by_number[value].name)
@@ -292,6 +288,7 @@ def _scalar(field: _descriptor.FieldDescriptor, value: Any) -> str:
 def _message(msg: Message, out: list[str]) -> None:
     out.append("{")
     first = True
+    field: Any
     for field in msg.DESCRIPTOR.fields:
         repeated = _is_repeated(field)
         is_map = (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -36,8 +35,7 @@ _COUNTERS = (
     ),
     (
         "nv_inference_compute_infer_duration_us",
-        "Cumulative compute inference duration in microseconds (does not include cached "
-        "requests)",
+        "Cumulative compute inference duration in microseconds (does not include cached requests)",
     ),
     (
         "nv_inference_compute_output_duration_us",
@@ -118,7 +116,9 @@ class MetricsCollector(Collector):
                     {"model": mv.name, "reason": reason, "version": str(mv.version)},
                     value,
                 )
-            fam["nv_inference_count"].add_sample("nv_inference_count", labels, mv.stats.inference_count)
+            fam["nv_inference_count"].add_sample(
+                "nv_inference_count", labels, mv.stats.inference_count
+            )
             fam["nv_inference_exec_count"].add_sample(
                 "nv_inference_exec_count", labels, mv.stats.execution_count
             )
@@ -135,8 +135,16 @@ class MetricsCollector(Collector):
         yield from families.values()
         yield pending
         for name, doc, value in (
-            ("nv_pinned_memory_pool_total_bytes", "Pinned memory pool total memory size, in bytes", 268435456),
-            ("nv_pinned_memory_pool_used_bytes", "Pinned memory pool used memory size, in bytes", 0),
+            (
+                "nv_pinned_memory_pool_total_bytes",
+                "Pinned memory pool total memory size, in bytes",
+                268435456,
+            ),
+            (
+                "nv_pinned_memory_pool_used_bytes",
+                "Pinned memory pool used memory size, in bytes",
+                0,
+            ),
         ):
             m = Metric(name, doc, "gauge")
             m.add_sample(name, {}, value)
@@ -174,5 +182,3 @@ def render(registry: CollectorRegistry) -> bytes:
         text = text.replace(b"# HELP " + name + b"_total ", b"# HELP " + name + b" ")
         text = text.replace(b"# TYPE " + name + b"_total ", b"# TYPE " + name + b" ")
     return text
-
-

@@ -175,9 +175,9 @@ class ModelVersion:
             shape = t.shape[1:] if self._max_batch > 0 else t.shape
             dims = spec.dims
             if len(shape) != len(dims) or any(
-                d != -1 and d != s for d, s in zip(dims, shape)
+                d != -1 and d != s for d, s in zip(dims, shape, strict=False)
             ):
-                expected = ([-1] + dims) if self._max_batch > 0 else dims
+                expected = ([-1, *dims]) if self._max_batch > 0 else dims
                 msg = (
                     f"{prefix}unexpected shape for input '{t.name}' for model '{name}'. "
                     f"Expected {_fmt_shape(expected)}, got {_fmt_shape(t.shape)}. "
@@ -207,9 +207,7 @@ class ModelVersion:
     def _count_error(self, req: InferRequest, prefix: str) -> None:
         assert self.config is not None
         missing = "[" + "".join(
-            f"'{i.name}',"
-            for i in self.config.input
-            if not i.optional and i.name not in req.inputs
+            f"'{i.name}'," for i in self.config.input if not i.optional and i.name not in req.inputs
         )
         missing = missing[:-1] + "]"
         got = "[" + "".join(f"'{k}'," for k in reversed(req.inputs))
@@ -381,7 +379,7 @@ class ModelVersion:
             live = [(r, f) for r, f in batch if not f.done()]
             if live:
                 responses = await self._execute(inst, [r for r, _ in live])
-                for (_, fut), resp in zip(live, responses):
+                for (_, fut), resp in zip(live, responses, strict=False):
                     if not fut.done():
                         fut.set_result(resp)
         except BaseException as e:  # never leave a waiter hanging
@@ -393,14 +391,16 @@ class ModelVersion:
         finally:
             self._release(inst)
 
-    async def _execute(self, inst: ModelInstance, requests: list[InferRequest]) -> list[InferResponse]:
+    async def _execute(
+        self, inst: ModelInstance, requests: list[InferRequest]
+    ) -> list[InferResponse]:
         t0 = time.monotonic_ns()
         responses = await inst.execute(requests)
         t1 = time.monotonic_ns()
         batch = sum(r.batch_size for r in requests)
         stats = self.stats
         stats.record_execution(batch, len(requests), 0, t1 - t0, 0)
-        for r, resp in zip(requests, responses):
+        for r, resp in zip(requests, responses, strict=False):
             stats.record_request(not resp.failed, t1 - r.start_ns, t0 - r.start_ns)
         return responses
 
@@ -460,7 +460,7 @@ class _Sequences:
         out: list[InputTensor] = []
         shape = [1, 1] if self._batching else [1]
         k = self._kind
-        order = {k.CONTROL_SEQUENCE_READY: 0, k.CONTROL_SEQUENCE_CORRID: 1,
+        order: dict[int, int] = {k.CONTROL_SEQUENCE_READY: 0, k.CONTROL_SEQUENCE_CORRID: 1,
                  k.CONTROL_SEQUENCE_END: 2, k.CONTROL_SEQUENCE_START: 3}  # fmt: skip
         for name, kind, wire, values in sorted(self._controls, key=lambda c: order[c[1]]):
             if kind == k.CONTROL_SEQUENCE_CORRID:

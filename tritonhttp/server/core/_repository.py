@@ -179,7 +179,9 @@ class Repository:
     def metadata_json(self, name: str, version: str = "") -> bytes:
         mv = self.get(name, version)
         entry = self.models[name]
-        versions = [str(mv.version)] if version else [str(v.version) for v in entry.ready_versions()]
+        versions = (
+            [str(mv.version)] if version else [str(v.version) for v in entry.ready_versions()]
+        )
         cfg = mv.config
         assert cfg is not None
         batch = [-1] if cfg.max_batch_size > 0 else []
@@ -187,7 +189,11 @@ class Repository:
 
         def tensors(items: Iterable[Any]) -> list[dict[str, Any]]:
             return [
-                {"name": t.name, "datatype": wire_datatype(t.data_type), "shape": batch + list(t.dims)}
+                {
+                    "name": t.name,
+                    "datatype": wire_datatype(t.data_type),
+                    "shape": batch + list(t.dims),
+                }
                 for t in items
             ]
 
@@ -217,7 +223,7 @@ class Repository:
             *(self._load_named(n, found) for n in wanted), return_exceptions=True
         )
         failed = []
-        for name, res in zip(wanted, results):
+        for name, res in zip(wanted, results, strict=False):
             if isinstance(res, BaseException):
                 failed.append(name)
                 entry = self.models.setdefault(name, ModelEntry(name))
@@ -272,7 +278,10 @@ class Repository:
             log.error("Poll failed for model directory '%s': %s", name, e)
             raise poll_error from None
         except CoreError:
-            if temp_dir is not None and self.models.get(name, ModelEntry(name)).temp_dir != temp_dir:
+            if (
+                temp_dir is not None
+                and self.models.get(name, ModelEntry(name)).temp_dir != temp_dir
+            ):
                 shutil.rmtree(temp_dir, ignore_errors=True)
             raise
 
@@ -318,9 +327,7 @@ class Repository:
                     new_versions[mv.version] = prev  # a failed reload keeps the old one serving
                 else:
                     new_versions[mv.version] = mv
-            retired = [
-                mv for v, mv in old.items() if new_versions.get(v) is not mv and mv.ready
-            ]
+            retired = [mv for v, mv in old.items() if new_versions.get(v) is not mv and mv.ready]
             for v, mv in old.items():
                 if v not in new_versions and not mv.ready:
                     new_versions[v] = mv
@@ -377,8 +384,7 @@ class Repository:
                         mv.labels[out.name] = path.read_text(encoding="utf-8").splitlines()
                     except OSError:
                         raise CoreError(
-                            f"failed to open text file for read {path}: No such file or "
-                            "directory"
+                            f"failed to open text file for read {path}: No such file or directory"
                         ) from None
             config_json = config_to_json(cfg)
             text = config_json.decode("utf-8")

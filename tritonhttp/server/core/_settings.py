@@ -88,7 +88,7 @@ class TraceSettings:
                 if levels:
                     order = {"TIMESTAMPS": 0, "TENSORS": 1, "OFF": 2}
                     new["trace_level"] = sorted(levels, key=order.__getitem__)
-        for key, low in (("trace_rate", 0), ("trace_count", -1), ("log_frequency", 0)):
+        for key, _low in (("trace_rate", 0), ("trace_count", -1), ("log_frequency", 0)):
             if key not in body:
                 continue
             value = body[key]
@@ -103,14 +103,18 @@ class TraceSettings:
                 raise CoreError(f"Unable to parse '{key}', got: {value}") from None
             if key == "trace_count":
                 if number < -1:
-                    raise CoreError(f"Unable to parse 'trace_count'. Expecting value >= -1, got:{value}")
+                    raise CoreError(
+                        f"Unable to parse 'trace_count'. Expecting value >= -1, got:{value}"
+                    )
                 if number > 2**31 - 1:
                     raise CoreError(
-                        f"Unable to parse '{key}', value is out of range [ -1, 2147483647 ], got: {value}"
+                        f"Unable to parse '{key}', value is out of range [ -1, "
+                        f"2147483647 ], got: {value}"
                     )
             elif not 0 <= number <= 4294967295:
                 raise CoreError(
-                    f"Unable to parse '{key}', value is out of range [ 0, 4294967295 ], got: {value}"
+                    f"Unable to parse '{key}', value is out of range [ 0, 4294967295 "
+                    f"], got: {value}"
                 )
             new[key] = number
         if "trace_level" in new:
@@ -120,9 +124,7 @@ class TraceSettings:
         else:
             level_after = self.view(model)["trace_level"]
         if level_after != ["OFF"] and not self.file:
-            raise CoreError(
-                "Attempting to set invalid trace setting :trace file name is not given"
-            )
+            raise CoreError("Attempting to set invalid trace setting :trace file name is not given")
         if model is None:
             for key in cleared:
                 setattr(self, _ATTR[key], self.startup[key])

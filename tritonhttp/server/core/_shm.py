@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -11,8 +12,9 @@ from ._errors import Code, CoreError
 
 __all__ = ["Region", "SharedMemoryRegistry"]
 
+_posixshmem: Any
 try:  # CPython's own binding of shm_open (POSIX only)
-    import _posixshmem
+    import _posixshmem  # type: ignore[import-not-found,no-redef]
 except ImportError:  # pragma: no cover - Windows
     _posixshmem = None
 
@@ -31,14 +33,17 @@ class Region:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def status(self) -> dict[str, Any]:
-        return {"name": self.name, "key": self.key, "offset": self.offset, "byte_size": self.byte_size}
+        return {
+            "name": self.name,
+            "key": self.key,
+            "offset": self.offset,
+            "byte_size": self.byte_size,
+        }
 
     def close(self) -> None:
         self.view.release()
-        try:
+        with contextlib.suppress(BufferError):  # views still alive: the map goes with them
             self._map.close()
-        except BufferError:  # numpy views still alive: the map goes when they do
-            pass
 
 
 class SharedMemoryRegistry:
@@ -49,13 +54,19 @@ class SharedMemoryRegistry:
 
     def register(self, name: str, key: str, offset: int, byte_size: int) -> None:
         if name in self.regions:
-            raise CoreError(f"shared memory region '{name}' already in manager", Code.ALREADY_EXISTS)
+            raise CoreError(
+                f"shared memory region '{name}' already in manager", Code.ALREADY_EXISTS
+            )
         if _posixshmem is None:
-            raise CoreError("system shared memory is not supported on this platform", Code.UNSUPPORTED)
+            raise CoreError(
+                "system shared memory is not supported on this platform", Code.UNSUPPORTED
+            )
         try:
             fd = _posixshmem.shm_open(key, os.O_RDWR, mode=0o600)
         except (OSError, ValueError):
-            raise CoreError(f"Unable to open shared memory region: '{key}'", Code.INTERNAL) from None
+            raise CoreError(
+                f"Unable to open shared memory region: '{key}'", Code.INTERNAL
+            ) from None
         try:
             size = os.fstat(fd).st_size
             if offset + byte_size > size:
@@ -74,7 +85,8 @@ class SharedMemoryRegistry:
             except (OSError, ValueError) as e:
                 raise CoreError(
                     f"failed to register shared memory region '{name}': unable to process "
-                    f"address space{os.strerror(e.errno) if isinstance(e, OSError) and e.errno else e}",
+                    "address "
+                    f"space{os.strerror(e.errno) if isinstance(e, OSError) and e.errno else e}",
                     Code.INVALID_ARG,
                 ) from None
         finally:
@@ -86,9 +98,7 @@ class SharedMemoryRegistry:
             return [self.regions[k].status() for k in sorted(self.regions)]
         region = self.regions.get(name)
         if region is None:
-            raise CoreError(
-                f"Unable to find system shared memory region: '{name}'", Code.NOT_FOUND
-            )
+            raise CoreError(f"Unable to find system shared memory region: '{name}'", Code.NOT_FOUND)
         return [region.status()]
 
     def unregister(self, name: str | None = None) -> None:

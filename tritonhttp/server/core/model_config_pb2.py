@@ -3,6 +3,7 @@
 # source: model_config.proto
 # Protobuf Python Version: 4.25.1
 """Generated protocol buffer code."""
+
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import descriptor_pool as _descriptor_pool
 from google.protobuf import symbol_database as _symbol_database
@@ -12,167 +13,179 @@ from google.protobuf.internal import builder as _builder
 _sym_db = _symbol_database.Default()
 
 
-
-
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12model_config.proto\x12\x11tritonhttp_server\"\x9e\x01\n\x10ModelRateLimiter\x12?\n\tresources\x18\x01 \x03(\x0b\x32,.tritonhttp_server.ModelRateLimiter.Resource\x12\x10\n\x08priority\x18\x02 \x01(\r\x1a\x37\n\x08Resource\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06global\x18\x02 \x01(\x08\x12\r\n\x05\x63ount\x18\x03 \x01(\r\"\xa7\x04\n\x12ModelInstanceGroup\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x38\n\x04kind\x18\x04 \x01(\x0e\x32*.tritonhttp_server.ModelInstanceGroup.Kind\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x39\n\x0crate_limiter\x18\x06 \x01(\x0b\x32#.tritonhttp_server.ModelRateLimiter\x12\x0c\n\x04gpus\x18\x03 \x03(\x05\x12P\n\x11secondary_devices\x18\x08 \x03(\x0b\x32\x35.tritonhttp_server.ModelInstanceGroup.SecondaryDevice\x12\x0f\n\x07profile\x18\x05 \x03(\t\x12\x0f\n\x07passive\x18\x07 \x01(\x08\x12\x13\n\x0bhost_policy\x18\t \x01(\t\x1a\xa4\x01\n\x0fSecondaryDevice\x12W\n\x04kind\x18\x01 \x01(\x0e\x32I.tritonhttp_server.ModelInstanceGroup.SecondaryDevice.SecondaryDeviceKind\x12\x11\n\tdevice_id\x18\x02 \x01(\x03\"%\n\x13SecondaryDeviceKind\x12\x0e\n\nKIND_NVDLA\x10\x00\"A\n\x04Kind\x12\r\n\tKIND_AUTO\x10\x00\x12\x0c\n\x08KIND_GPU\x10\x01\x12\x0c\n\x08KIND_CPU\x10\x02\x12\x0e\n\nKIND_MODEL\x10\x03\"#\n\x12ModelTensorReshape\x12\r\n\x05shape\x18\x01 \x03(\x03\"\xeb\x02\n\nModelInput\x12\x0c\n\x04name\x18\x01 \x01(\t\x12.\n\tdata_type\x18\x02 \x01(\x0e\x32\x1b.tritonhttp_server.DataType\x12\x34\n\x06\x66ormat\x18\x03 \x01(\x0e\x32$.tritonhttp_server.ModelInput.Format\x12\x0c\n\x04\x64ims\x18\x04 \x03(\x03\x12\x36\n\x07reshape\x18\x05 \x01(\x0b\x32%.tritonhttp_server.ModelTensorReshape\x12\x17\n\x0fis_shape_tensor\x18\x06 \x01(\x08\x12\x1a\n\x12\x61llow_ragged_batch\x18\x07 \x01(\x08\x12\x10\n\x08optional\x18\x08 \x01(\x08\x12\x1f\n\x17is_non_linear_format_io\x18\t \x01(\x08\";\n\x06\x46ormat\x12\x0f\n\x0b\x46ORMAT_NONE\x10\x00\x12\x0f\n\x0b\x46ORMAT_NHWC\x10\x01\x12\x0f\n\x0b\x46ORMAT_NCHW\x10\x02\"\xe3\x01\n\x0bModelOutput\x12\x0c\n\x04name\x18\x01 \x01(\t\x12.\n\tdata_type\x18\x02 \x01(\x0e\x32\x1b.tritonhttp_server.DataType\x12\x0c\n\x04\x64ims\x18\x03 \x03(\x03\x12\x36\n\x07reshape\x18\x05 \x01(\x0b\x32%.tritonhttp_server.ModelTensorReshape\x12\x16\n\x0elabel_filename\x18\x04 \x01(\t\x12\x17\n\x0fis_shape_tensor\x18\x06 \x01(\x08\x12\x1f\n\x17is_non_linear_format_io\x18\x07 \x01(\x08\"\xe9\x02\n\nBatchInput\x12\x30\n\x04kind\x18\x01 \x01(\x0e\x32\".tritonhttp_server.BatchInput.Kind\x12\x13\n\x0btarget_name\x18\x02 \x03(\t\x12.\n\tdata_type\x18\x03 \x01(\x0e\x32\x1b.tritonhttp_server.DataType\x12\x14\n\x0csource_input\x18\x04 \x03(\t\"\xcd\x01\n\x04Kind\x12\x17\n\x13\x42\x41TCH_ELEMENT_COUNT\x10\x00\x12#\n\x1f\x42\x41TCH_ACCUMULATED_ELEMENT_COUNT\x10\x01\x12-\n)BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO\x10\x02\x12$\n BATCH_MAX_ELEMENT_COUNT_AS_SHAPE\x10\x03\x12\x14\n\x10\x42\x41TCH_ITEM_SHAPE\x10\x04\x12\x1c\n\x18\x42\x41TCH_ITEM_SHAPE_FLATTEN\x10\x05\"\x97\x01\n\x0b\x42\x61tchOutput\x12\x13\n\x0btarget_name\x18\x01 \x03(\t\x12\x31\n\x04kind\x18\x02 \x01(\x0e\x32#.tritonhttp_server.BatchOutput.Kind\x12\x14\n\x0csource_input\x18\x03 \x03(\t\"*\n\x04Kind\x12\"\n\x1e\x42\x41TCH_SCATTER_WITH_INPUT_SHAPE\x10\x00\"\xa8\x02\n\x12ModelVersionPolicy\x12>\n\x06latest\x18\x01 \x01(\x0b\x32,.tritonhttp_server.ModelVersionPolicy.LatestH\x00\x12\x38\n\x03\x61ll\x18\x02 \x01(\x0b\x32).tritonhttp_server.ModelVersionPolicy.AllH\x00\x12\x42\n\x08specific\x18\x03 \x01(\x0b\x32..tritonhttp_server.ModelVersionPolicy.SpecificH\x00\x1a\x1e\n\x06Latest\x12\x14\n\x0cnum_versions\x18\x01 \x01(\r\x1a\x05\n\x03\x41ll\x1a\x1c\n\x08Specific\x12\x10\n\x08versions\x18\x01 \x03(\x03\x42\x0f\n\rpolicy_choice\"\xf5\x0e\n\x17ModelOptimizationPolicy\x12?\n\x05graph\x18\x01 \x01(\x0b\x32\x30.tritonhttp_server.ModelOptimizationPolicy.Graph\x12J\n\x08priority\x18\x02 \x01(\x0e\x32\x38.tritonhttp_server.ModelOptimizationPolicy.ModelPriority\x12=\n\x04\x63uda\x18\x03 \x01(\x0b\x32/.tritonhttp_server.ModelOptimizationPolicy.Cuda\x12`\n\x16\x65xecution_accelerators\x18\x04 \x01(\x0b\x32@.tritonhttp_server.ModelOptimizationPolicy.ExecutionAccelerators\x12Z\n\x13input_pinned_memory\x18\x05 \x01(\x0b\x32=.tritonhttp_server.ModelOptimizationPolicy.PinnedMemoryBuffer\x12[\n\x14output_pinned_memory\x18\x06 \x01(\x0b\x32=.tritonhttp_server.ModelOptimizationPolicy.PinnedMemoryBuffer\x12&\n\x1egather_kernel_buffer_threshold\x18\x07 \x01(\r\x12\x16\n\x0e\x65\x61ger_batching\x18\x08 \x01(\x08\x1a\x16\n\x05Graph\x12\r\n\x05level\x18\x01 \x01(\x05\x1a\xea\x05\n\x04\x43uda\x12\x0e\n\x06graphs\x18\x01 \x01(\x08\x12\x18\n\x10\x62usy_wait_events\x18\x02 \x01(\x08\x12M\n\ngraph_spec\x18\x03 \x03(\x0b\x32\x39.tritonhttp_server.ModelOptimizationPolicy.Cuda.GraphSpec\x12\x1a\n\x12output_copy_stream\x18\x04 \x01(\x08\x1a\xcc\x04\n\tGraphSpec\x12\x12\n\nbatch_size\x18\x01 \x01(\x05\x12S\n\x05input\x18\x02 \x03(\x0b\x32\x44.tritonhttp_server.ModelOptimizationPolicy.Cuda.GraphSpec.InputEntry\x12_\n\x11graph_lower_bound\x18\x03 \x01(\x0b\x32\x44.tritonhttp_server.ModelOptimizationPolicy.Cuda.GraphSpec.LowerBound\x1a\x14\n\x05Shape\x12\x0b\n\x03\x64im\x18\x01 \x03(\x03\x1a\xef\x01\n\nLowerBound\x12\x12\n\nbatch_size\x18\x01 \x01(\x05\x12^\n\x05input\x18\x02 \x03(\x0b\x32O.tritonhttp_server.ModelOptimizationPolicy.Cuda.GraphSpec.LowerBound.InputEntry\x1am\n\nInputEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12N\n\x05value\x18\x02 \x01(\x0b\x32?.tritonhttp_server.ModelOptimizationPolicy.Cuda.GraphSpec.Shape:\x02\x38\x01\x1am\n\nInputEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12N\n\x05value\x18\x02 \x01(\x0b\x32?.tritonhttp_server.ModelOptimizationPolicy.Cuda.GraphSpec.Shape:\x02\x38\x01\x1a\xbc\x03\n\x15\x45xecutionAccelerators\x12o\n\x19gpu_execution_accelerator\x18\x01 \x03(\x0b\x32L.tritonhttp_server.ModelOptimizationPolicy.ExecutionAccelerators.Accelerator\x12o\n\x19\x63pu_execution_accelerator\x18\x02 \x03(\x0b\x32L.tritonhttp_server.ModelOptimizationPolicy.ExecutionAccelerators.Accelerator\x1a\xc0\x01\n\x0b\x41\x63\x63\x65lerator\x12\x0c\n\x04name\x18\x01 \x01(\t\x12p\n\nparameters\x18\x02 \x03(\x0b\x32\\.tritonhttp_server.ModelOptimizationPolicy.ExecutionAccelerators.Accelerator.ParametersEntry\x1a\x31\n\x0fParametersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a$\n\x12PinnedMemoryBuffer\x12\x0e\n\x06\x65nable\x18\x01 \x01(\x08\"I\n\rModelPriority\x12\x14\n\x10PRIORITY_DEFAULT\x10\x00\x12\x10\n\x0cPRIORITY_MAX\x10\x01\x12\x10\n\x0cPRIORITY_MIN\x10\x02\"\xe3\x01\n\x10ModelQueuePolicy\x12I\n\x0etimeout_action\x18\x01 \x01(\x0e\x32\x31.tritonhttp_server.ModelQueuePolicy.TimeoutAction\x12$\n\x1c\x64\x65\x66\x61ult_timeout_microseconds\x18\x02 \x01(\x04\x12\x1e\n\x16\x61llow_timeout_override\x18\x03 \x01(\x08\x12\x16\n\x0emax_queue_size\x18\x04 \x01(\r\"&\n\rTimeoutAction\x12\n\n\x06REJECT\x10\x00\x12\t\n\x05\x44\x45LAY\x10\x01\"\xb3\x03\n\x14ModelDynamicBatching\x12\x1c\n\x14preferred_batch_size\x18\x01 \x03(\x05\x12$\n\x1cmax_queue_delay_microseconds\x18\x02 \x01(\x04\x12\x19\n\x11preserve_ordering\x18\x03 \x01(\x08\x12\x17\n\x0fpriority_levels\x18\x04 \x01(\x04\x12\x1e\n\x16\x64\x65\x66\x61ult_priority_level\x18\x05 \x01(\x04\x12\x41\n\x14\x64\x65\x66\x61ult_queue_policy\x18\x06 \x01(\x0b\x32#.tritonhttp_server.ModelQueuePolicy\x12_\n\x15priority_queue_policy\x18\x07 \x03(\x0b\x32@.tritonhttp_server.ModelDynamicBatching.PriorityQueuePolicyEntry\x1a_\n\x18PriorityQueuePolicyEntry\x12\x0b\n\x03key\x18\x01 \x01(\x04\x12\x32\n\x05value\x18\x02 \x01(\x0b\x32#.tritonhttp_server.ModelQueuePolicy:\x02\x38\x01\"\xbe\x0b\n\x15ModelSequenceBatching\x12I\n\x06\x64irect\x18\x03 \x01(\x0b\x32\x37.tritonhttp_server.ModelSequenceBatching.StrategyDirectH\x00\x12I\n\x06oldest\x18\x04 \x01(\x0b\x32\x37.tritonhttp_server.ModelSequenceBatching.StrategyOldestH\x00\x12&\n\x1emax_sequence_idle_microseconds\x18\x01 \x01(\x04\x12L\n\rcontrol_input\x18\x02 \x03(\x0b\x32\x35.tritonhttp_server.ModelSequenceBatching.ControlInput\x12=\n\x05state\x18\x05 \x03(\x0b\x32..tritonhttp_server.ModelSequenceBatching.State\x12\x1a\n\x12iterative_sequence\x18\x06 \x01(\x08\x1a\xc1\x02\n\x07\x43ontrol\x12\x43\n\x04kind\x18\x01 \x01(\x0e\x32\x35.tritonhttp_server.ModelSequenceBatching.Control.Kind\x12\x18\n\x10int32_false_true\x18\x02 \x03(\x05\x12\x17\n\x0f\x66p32_false_true\x18\x03 \x03(\x02\x12\x17\n\x0f\x62ool_false_true\x18\x05 \x03(\x08\x12.\n\tdata_type\x18\x04 \x01(\x0e\x32\x1b.tritonhttp_server.DataType\"u\n\x04Kind\x12\x1a\n\x16\x43ONTROL_SEQUENCE_START\x10\x00\x12\x1a\n\x16\x43ONTROL_SEQUENCE_READY\x10\x01\x12\x18\n\x14\x43ONTROL_SEQUENCE_END\x10\x02\x12\x1b\n\x17\x43ONTROL_SEQUENCE_CORRID\x10\x03\x1a_\n\x0c\x43ontrolInput\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x41\n\x07\x63ontrol\x18\x02 \x03(\x0b\x32\x30.tritonhttp_server.ModelSequenceBatching.Control\x1a\x92\x01\n\x0cInitialState\x12.\n\tdata_type\x18\x01 \x01(\x0e\x32\x1b.tritonhttp_server.DataType\x12\x0c\n\x04\x64ims\x18\x02 \x03(\x03\x12\x13\n\tzero_data\x18\x03 \x01(\x08H\x00\x12\x13\n\tdata_file\x18\x04 \x01(\tH\x00\x12\x0c\n\x04name\x18\x05 \x01(\tB\x0c\n\nstate_data\x1a\x83\x02\n\x05State\x12\x12\n\ninput_name\x18\x01 \x01(\t\x12\x13\n\x0boutput_name\x18\x02 \x01(\t\x12.\n\tdata_type\x18\x03 \x01(\x0e\x32\x1b.tritonhttp_server.DataType\x12\x0c\n\x04\x64ims\x18\x04 \x03(\x03\x12L\n\rinitial_state\x18\x05 \x03(\x0b\x32\x35.tritonhttp_server.ModelSequenceBatching.InitialState\x12(\n use_same_buffer_for_input_output\x18\x06 \x01(\x08\x12\x1b\n\x13use_growable_memory\x18\x07 \x01(\x08\x1aX\n\x0eStrategyDirect\x12$\n\x1cmax_queue_delay_microseconds\x18\x01 \x01(\x04\x12 \n\x18minimum_slot_utilization\x18\x02 \x01(\x02\x1a\x90\x01\n\x0eStrategyOldest\x12\x1f\n\x17max_candidate_sequences\x18\x01 \x01(\x05\x12\x1c\n\x14preferred_batch_size\x18\x02 \x03(\x05\x12$\n\x1cmax_queue_delay_microseconds\x18\x03 \x01(\x04\x12\x19\n\x11preserve_ordering\x18\x04 \x01(\x08\x42\x11\n\x0fstrategy_choice\"\x8e\x03\n\x0fModelEnsembling\x12\x35\n\x04step\x18\x01 \x03(\x0b\x32\'.tritonhttp_server.ModelEnsembling.Step\x1a\xc3\x02\n\x04Step\x12\x12\n\nmodel_name\x18\x01 \x01(\t\x12\x15\n\rmodel_version\x18\x02 \x01(\x03\x12H\n\tinput_map\x18\x03 \x03(\x0b\x32\x35.tritonhttp_server.ModelEnsembling.Step.InputMapEntry\x12J\n\noutput_map\x18\x04 \x03(\x0b\x32\x36.tritonhttp_server.ModelEnsembling.Step.OutputMapEntry\x12\x17\n\x0fmodel_namespace\x18\x05 \x01(\t\x1a/\n\rInputMapEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x30\n\x0eOutputMapEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"&\n\x0eModelParameter\x12\x14\n\x0cstring_value\x18\x01 \x01(\t\"\xf1\x02\n\x0bModelWarmup\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nbatch_size\x18\x02 \x01(\r\x12:\n\x06inputs\x18\x03 \x03(\x0b\x32*.tritonhttp_server.ModelWarmup.InputsEntry\x12\r\n\x05\x63ount\x18\x04 \x01(\r\x1a\x9f\x01\n\x05Input\x12.\n\tdata_type\x18\x01 \x01(\x0e\x32\x1b.tritonhttp_server.DataType\x12\x0c\n\x04\x64ims\x18\x02 \x03(\x03\x12\x13\n\tzero_data\x18\x03 \x01(\x08H\x00\x12\x15\n\x0brandom_data\x18\x04 \x01(\x08H\x00\x12\x19\n\x0finput_data_file\x18\x05 \x01(\tH\x00\x42\x11\n\x0finput_data_type\x1aS\n\x0bInputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x33\n\x05value\x18\x02 \x01(\x0b\x32$.tritonhttp_server.ModelWarmup.Input:\x02\x38\x01\".\n\x0fModelOperations\x12\x1b\n\x13op_library_filename\x18\x01 \x03(\t\"+\n\x16ModelTransactionPolicy\x12\x11\n\tdecoupled\x18\x01 \x01(\x08\"\xf6\x01\n\x15ModelRepositoryAgents\x12>\n\x06\x61gents\x18\x01 \x03(\x0b\x32..tritonhttp_server.ModelRepositoryAgents.Agent\x1a\x9c\x01\n\x05\x41gent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12R\n\nparameters\x18\x02 \x03(\x0b\x32>.tritonhttp_server.ModelRepositoryAgents.Agent.ParametersEntry\x1a\x31\n\x0fParametersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"$\n\x12ModelResponseCache\x12\x0e\n\x06\x65nable\x18\x01 \x01(\x08\"\xfa\x02\n\x0cModelMetrics\x12\x45\n\x0emetric_control\x18\x01 \x03(\x0b\x32-.tritonhttp_server.ModelMetrics.MetricControl\x1a\xa2\x02\n\rMetricControl\x12Y\n\x11metric_identifier\x18\x01 \x01(\x0b\x32>.tritonhttp_server.ModelMetrics.MetricControl.MetricIdentifier\x12[\n\x11histogram_options\x18\x02 \x01(\x0b\x32>.tritonhttp_server.ModelMetrics.MetricControl.HistogramOptionsH\x00\x1a\"\n\x10MetricIdentifier\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x1a#\n\x10HistogramOptions\x12\x0f\n\x07\x62uckets\x18\x01 \x03(\x01\x42\x10\n\x0emetric_options\"\x93\x0c\n\x0bModelConfig\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08platform\x18\x02 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x11 \x01(\t\x12\x0f\n\x07runtime\x18\x19 \x01(\t\x12=\n\x0eversion_policy\x18\x03 \x01(\x0b\x32%.tritonhttp_server.ModelVersionPolicy\x12\x16\n\x0emax_batch_size\x18\x04 \x01(\x05\x12,\n\x05input\x18\x05 \x03(\x0b\x32\x1d.tritonhttp_server.ModelInput\x12.\n\x06output\x18\x06 \x03(\x0b\x32\x1e.tritonhttp_server.ModelOutput\x12\x32\n\x0b\x62\x61tch_input\x18\x14 \x03(\x0b\x32\x1d.tritonhttp_server.BatchInput\x12\x34\n\x0c\x62\x61tch_output\x18\x15 \x03(\x0b\x32\x1e.tritonhttp_server.BatchOutput\x12@\n\x0coptimization\x18\x0c \x01(\x0b\x32*.tritonhttp_server.ModelOptimizationPolicy\x12\x43\n\x10\x64ynamic_batching\x18\x0b \x01(\x0b\x32\'.tritonhttp_server.ModelDynamicBatchingH\x00\x12\x45\n\x11sequence_batching\x18\r \x01(\x0b\x32(.tritonhttp_server.ModelSequenceBatchingH\x00\x12\x41\n\x13\x65nsemble_scheduling\x18\x0f \x01(\x0b\x32\".tritonhttp_server.ModelEnsemblingH\x00\x12=\n\x0einstance_group\x18\x07 \x03(\x0b\x32%.tritonhttp_server.ModelInstanceGroup\x12\x1e\n\x16\x64\x65\x66\x61ult_model_filename\x18\x08 \x01(\t\x12P\n\x12\x63\x63_model_filenames\x18\t \x03(\x0b\x32\x34.tritonhttp_server.ModelConfig.CcModelFilenamesEntry\x12\x43\n\x0bmetric_tags\x18\n \x03(\x0b\x32..tritonhttp_server.ModelConfig.MetricTagsEntry\x12\x42\n\nparameters\x18\x0e \x03(\x0b\x32..tritonhttp_server.ModelConfig.ParametersEntry\x12\x34\n\x0cmodel_warmup\x18\x10 \x03(\x0b\x32\x1e.tritonhttp_server.ModelWarmup\x12<\n\x10model_operations\x18\x12 \x01(\x0b\x32\".tritonhttp_server.ModelOperations\x12K\n\x18model_transaction_policy\x18\x13 \x01(\x0b\x32).tritonhttp_server.ModelTransactionPolicy\x12I\n\x17model_repository_agents\x18\x17 \x01(\x0b\x32(.tritonhttp_server.ModelRepositoryAgents\x12=\n\x0eresponse_cache\x18\x18 \x01(\x0b\x32%.tritonhttp_server.ModelResponseCache\x12\x36\n\rmodel_metrics\x18\x1a \x01(\x0b\x32\x1f.tritonhttp_server.ModelMetrics\x1a\x37\n\x15\x43\x63ModelFilenamesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x31\n\x0fMetricTagsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aT\n\x0fParametersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x30\n\x05value\x18\x02 \x01(\x0b\x32!.tritonhttp_server.ModelParameter:\x02\x38\x01\x42\x13\n\x11scheduling_choice*\xfa\x01\n\x08\x44\x61taType\x12\x10\n\x0cTYPE_INVALID\x10\x00\x12\r\n\tTYPE_BOOL\x10\x01\x12\x0e\n\nTYPE_UINT8\x10\x02\x12\x0f\n\x0bTYPE_UINT16\x10\x03\x12\x0f\n\x0bTYPE_UINT32\x10\x04\x12\x0f\n\x0bTYPE_UINT64\x10\x05\x12\r\n\tTYPE_INT8\x10\x06\x12\x0e\n\nTYPE_INT16\x10\x07\x12\x0e\n\nTYPE_INT32\x10\x08\x12\x0e\n\nTYPE_INT64\x10\t\x12\r\n\tTYPE_FP16\x10\n\x12\r\n\tTYPE_FP32\x10\x0b\x12\r\n\tTYPE_FP64\x10\x0c\x12\x0f\n\x0bTYPE_STRING\x10\r\x12\r\n\tTYPE_BF16\x10\x0e\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(
+    b'\n\x12model_config.proto\x12\x11tritonhttp_server"\x9e\x01\n\x10ModelRateLimiter\x12?\n\tresources\x18\x01 \x03(\x0b\x32,.tritonhttp_server.ModelRateLimiter.Resource\x12\x10\n\x08priority\x18\x02 \x01(\r\x1a\x37\n\x08Resource\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06global\x18\x02 \x01(\x08\x12\r\n\x05\x63ount\x18\x03 \x01(\r"\xa7\x04\n\x12ModelInstanceGroup\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x38\n\x04kind\x18\x04 \x01(\x0e\x32*.tritonhttp_server.ModelInstanceGroup.Kind\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x39\n\x0crate_limiter\x18\x06 \x01(\x0b\x32#.tritonhttp_server.ModelRateLimiter\x12\x0c\n\x04gpus\x18\x03 \x03(\x05\x12P\n\x11secondary_devices\x18\x08 \x03(\x0b\x32\x35.tritonhttp_server.ModelInstanceGroup.SecondaryDevice\x12\x0f\n\x07profile\x18\x05 \x03(\t\x12\x0f\n\x07passive\x18\x07 \x01(\x08\x12\x13\n\x0bhost_policy\x18\t \x01(\t\x1a\xa4\x01\n\x0fSecondaryDevice\x12W\n\x04kind\x18\x01 \x01(\x0e\x32I.tritonhttp_server.ModelInstanceGroup.SecondaryDevice.SecondaryDeviceKind\x12\x11\n\tdevice_id\x18\x02 \x01(\x03"%\n\x13SecondaryDeviceKind\x12\x0e\n\nKIND_NVDLA\x10\x00"A\n\x04Kind\x12\r\n\tKIND_AUTO\x10\x00\x12\x0c\n\x08KIND_GPU\x10\x01\x12\x0c\n\x08KIND_CPU\x10\x02\x12\x0e\n\nKIND_MODEL\x10\x03"#\n\x12ModelTensorReshape\x12\r\n\x05shape\x18\x01 \x03(\x03"\xeb\x02\n\nModelInput\x12\x0c\n\x04name\x18\x01 \x01(\t\x12.\n\tdata_type\x18\x02 \x01(\x0e\x32\x1b.tritonhttp_server.DataType\x12\x34\n\x06\x66ormat\x18\x03 \x01(\x0e\x32$.tritonhttp_server.ModelInput.Format\x12\x0c\n\x04\x64ims\x18\x04 \x03(\x03\x12\x36\n\x07reshape\x18\x05 \x01(\x0b\x32%.tritonhttp_server.ModelTensorReshape\x12\x17\n\x0fis_shape_tensor\x18\x06 \x01(\x08\x12\x1a\n\x12\x61llow_ragged_batch\x18\x07 \x01(\x08\x12\x10\n\x08optional\x18\x08 \x01(\x08\x12\x1f\n\x17is_non_linear_format_io\x18\t \x01(\x08";\n\x06\x46ormat\x12\x0f\n\x0b\x46ORMAT_NONE\x10\x00\x12\x0f\n\x0b\x46ORMAT_NHWC\x10\x01\x12\x0f\n\x0b\x46ORMAT_NCHW\x10\x02"\xe3\x01\n\x0bModelOutput\x12\x0c\n\x04name\x18\x01 \x01(\t\x12.\n\tdata_type\x18\x02 \x01(\x0e\x32\x1b.tritonhttp_server.DataType\x12\x0c\n\x04\x64ims\x18\x03 \x03(\x03\x12\x36\n\x07reshape\x18\x05 \x01(\x0b\x32%.tritonhttp_server.ModelTensorReshape\x12\x16\n\x0elabel_filename\x18\x04 \x01(\t\x12\x17\n\x0fis_shape_tensor\x18\x06 \x01(\x08\x12\x1f\n\x17is_non_linear_format_io\x18\x07 \x01(\x08"\xe9\x02\n\nBatchInput\x12\x30\n\x04kind\x18\x01 \x01(\x0e\x32".tritonhttp_server.BatchInput.Kind\x12\x13\n\x0btarget_name\x18\x02 \x03(\t\x12.\n\tdata_type\x18\x03 \x01(\x0e\x32\x1b.tritonhttp_server.DataType\x12\x14\n\x0csource_input\x18\x04 \x03(\t"\xcd\x01\n\x04Kind\x12\x17\n\x13\x42\x41TCH_ELEMENT_COUNT\x10\x00\x12#\n\x1f\x42\x41TCH_ACCUMULATED_ELEMENT_COUNT\x10\x01\x12-\n)BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO\x10\x02\x12$\n BATCH_MAX_ELEMENT_COUNT_AS_SHAPE\x10\x03\x12\x14\n\x10\x42\x41TCH_ITEM_SHAPE\x10\x04\x12\x1c\n\x18\x42\x41TCH_ITEM_SHAPE_FLATTEN\x10\x05"\x97\x01\n\x0b\x42\x61tchOutput\x12\x13\n\x0btarget_name\x18\x01 \x03(\t\x12\x31\n\x04kind\x18\x02 \x01(\x0e\x32#.tritonhttp_server.BatchOutput.Kind\x12\x14\n\x0csource_input\x18\x03 \x03(\t"*\n\x04Kind\x12"\n\x1e\x42\x41TCH_SCATTER_WITH_INPUT_SHAPE\x10\x00"\xa8\x02\n\x12ModelVersionPolicy\x12>\n\x06latest\x18\x01 \x01(\x0b\x32,.tritonhttp_server.ModelVersionPolicy.LatestH\x00\x12\x38\n\x03\x61ll\x18\x02 \x01(\x0b\x32).tritonhttp_server.ModelVersionPolicy.AllH\x00\x12\x42\n\x08specific\x18\x03 \x01(\x0b\x32..tritonhttp_server.ModelVersionPolicy.SpecificH\x00\x1a\x1e\n\x06Latest\x12\x14\n\x0cnum_versions\x18\x01 \x01(\r\x1a\x05\n\x03\x41ll\x1a\x1c\n\x08Specific\x12\x10\n\x08versions\x18\x01 \x03(\x03\x42\x0f\n\rpolicy_choice"\xf5\x0e\n\x17ModelOptimizationPolicy\x12?\n\x05graph\x18\x01 \x01(\x0b\x32\x30.tritonhttp_server.ModelOptimizationPolicy.Graph\x12J\n\x08priority\x18\x02 \x01(\x0e\x32\x38.tritonhttp_server.ModelOptimizationPolicy.ModelPriority\x12=\n\x04\x63uda\x18\x03 \x01(\x0b\x32/.tritonhttp_server.ModelOptimizationPolicy.Cuda\x12`\n\x16\x65xecution_accelerators\x18\x04 \x01(\x0b\x32@.tritonhttp_server.ModelOptimizationPolicy.ExecutionAccelerators\x12Z\n\x13input_pinned_memory\x18\x05 \x01(\x0b\x32=.tritonhttp_server.ModelOptimizationPolicy.PinnedMemoryBuffer\x12[\n\x14output_pinned_memory\x18\x06 \x01(\x0b\x32=.tritonhttp_server.ModelOptimizationPolicy.PinnedMemoryBuffer\x12&\n\x1egather_kernel_buffer_threshold\x18\x07 \x01(\r\x12\x16\n\x0e\x65\x61ger_batching\x18\x08 \x01(\x08\x1a\x16\n\x05Graph\x12\r\n\x05level\x18\x01 \x01(\x05\x1a\xea\x05\n\x04\x43uda\x12\x0e\n\x06graphs\x18\x01 \x01(\x08\x12\x18\n\x10\x62usy_wait_events\x18\x02 \x01(\x08\x12M\n\ngraph_spec\x18\x03 \x03(\x0b\x32\x39.tritonhttp_server.ModelOptimizationPolicy.Cuda.GraphSpec\x12\x1a\n\x12output_copy_stream\x18\x04 \x01(\x08\x1a\xcc\x04\n\tGraphSpec\x12\x12\n\nbatch_size\x18\x01 \x01(\x05\x12S\n\x05input\x18\x02 \x03(\x0b\x32\x44.tritonhttp_server.ModelOptimizationPolicy.Cuda.GraphSpec.InputEntry\x12_\n\x11graph_lower_bound\x18\x03 \x01(\x0b\x32\x44.tritonhttp_server.ModelOptimizationPolicy.Cuda.GraphSpec.LowerBound\x1a\x14\n\x05Shape\x12\x0b\n\x03\x64im\x18\x01 \x03(\x03\x1a\xef\x01\n\nLowerBound\x12\x12\n\nbatch_size\x18\x01 \x01(\x05\x12^\n\x05input\x18\x02 \x03(\x0b\x32O.tritonhttp_server.ModelOptimizationPolicy.Cuda.GraphSpec.LowerBound.InputEntry\x1am\n\nInputEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12N\n\x05value\x18\x02 \x01(\x0b\x32?.tritonhttp_server.ModelOptimizationPolicy.Cuda.GraphSpec.Shape:\x02\x38\x01\x1am\n\nInputEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12N\n\x05value\x18\x02 \x01(\x0b\x32?.tritonhttp_server.ModelOptimizationPolicy.Cuda.GraphSpec.Shape:\x02\x38\x01\x1a\xbc\x03\n\x15\x45xecutionAccelerators\x12o\n\x19gpu_execution_accelerator\x18\x01 \x03(\x0b\x32L.tritonhttp_server.ModelOptimizationPolicy.ExecutionAccelerators.Accelerator\x12o\n\x19\x63pu_execution_accelerator\x18\x02 \x03(\x0b\x32L.tritonhttp_server.ModelOptimizationPolicy.ExecutionAccelerators.Accelerator\x1a\xc0\x01\n\x0b\x41\x63\x63\x65lerator\x12\x0c\n\x04name\x18\x01 \x01(\t\x12p\n\nparameters\x18\x02 \x03(\x0b\x32\\.tritonhttp_server.ModelOptimizationPolicy.ExecutionAccelerators.Accelerator.ParametersEntry\x1a\x31\n\x0fParametersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a$\n\x12PinnedMemoryBuffer\x12\x0e\n\x06\x65nable\x18\x01 \x01(\x08"I\n\rModelPriority\x12\x14\n\x10PRIORITY_DEFAULT\x10\x00\x12\x10\n\x0cPRIORITY_MAX\x10\x01\x12\x10\n\x0cPRIORITY_MIN\x10\x02"\xe3\x01\n\x10ModelQueuePolicy\x12I\n\x0etimeout_action\x18\x01 \x01(\x0e\x32\x31.tritonhttp_server.ModelQueuePolicy.TimeoutAction\x12$\n\x1c\x64\x65\x66\x61ult_timeout_microseconds\x18\x02 \x01(\x04\x12\x1e\n\x16\x61llow_timeout_override\x18\x03 \x01(\x08\x12\x16\n\x0emax_queue_size\x18\x04 \x01(\r"&\n\rTimeoutAction\x12\n\n\x06REJECT\x10\x00\x12\t\n\x05\x44\x45LAY\x10\x01"\xb3\x03\n\x14ModelDynamicBatching\x12\x1c\n\x14preferred_batch_size\x18\x01 \x03(\x05\x12$\n\x1cmax_queue_delay_microseconds\x18\x02 \x01(\x04\x12\x19\n\x11preserve_ordering\x18\x03 \x01(\x08\x12\x17\n\x0fpriority_levels\x18\x04 \x01(\x04\x12\x1e\n\x16\x64\x65\x66\x61ult_priority_level\x18\x05 \x01(\x04\x12\x41\n\x14\x64\x65\x66\x61ult_queue_policy\x18\x06 \x01(\x0b\x32#.tritonhttp_server.ModelQueuePolicy\x12_\n\x15priority_queue_policy\x18\x07 \x03(\x0b\x32@.tritonhttp_server.ModelDynamicBatching.PriorityQueuePolicyEntry\x1a_\n\x18PriorityQueuePolicyEntry\x12\x0b\n\x03key\x18\x01 \x01(\x04\x12\x32\n\x05value\x18\x02 \x01(\x0b\x32#.tritonhttp_server.ModelQueuePolicy:\x02\x38\x01"\xbe\x0b\n\x15ModelSequenceBatching\x12I\n\x06\x64irect\x18\x03 \x01(\x0b\x32\x37.tritonhttp_server.ModelSequenceBatching.StrategyDirectH\x00\x12I\n\x06oldest\x18\x04 \x01(\x0b\x32\x37.tritonhttp_server.ModelSequenceBatching.StrategyOldestH\x00\x12&\n\x1emax_sequence_idle_microseconds\x18\x01 \x01(\x04\x12L\n\rcontrol_input\x18\x02 \x03(\x0b\x32\x35.tritonhttp_server.ModelSequenceBatching.ControlInput\x12=\n\x05state\x18\x05 \x03(\x0b\x32..tritonhttp_server.ModelSequenceBatching.State\x12\x1a\n\x12iterative_sequence\x18\x06 \x01(\x08\x1a\xc1\x02\n\x07\x43ontrol\x12\x43\n\x04kind\x18\x01 \x01(\x0e\x32\x35.tritonhttp_server.ModelSequenceBatching.Control.Kind\x12\x18\n\x10int32_false_true\x18\x02 \x03(\x05\x12\x17\n\x0f\x66p32_false_true\x18\x03 \x03(\x02\x12\x17\n\x0f\x62ool_false_true\x18\x05 \x03(\x08\x12.\n\tdata_type\x18\x04 \x01(\x0e\x32\x1b.tritonhttp_server.DataType"u\n\x04Kind\x12\x1a\n\x16\x43ONTROL_SEQUENCE_START\x10\x00\x12\x1a\n\x16\x43ONTROL_SEQUENCE_READY\x10\x01\x12\x18\n\x14\x43ONTROL_SEQUENCE_END\x10\x02\x12\x1b\n\x17\x43ONTROL_SEQUENCE_CORRID\x10\x03\x1a_\n\x0c\x43ontrolInput\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x41\n\x07\x63ontrol\x18\x02 \x03(\x0b\x32\x30.tritonhttp_server.ModelSequenceBatching.Control\x1a\x92\x01\n\x0cInitialState\x12.\n\tdata_type\x18\x01 \x01(\x0e\x32\x1b.tritonhttp_server.DataType\x12\x0c\n\x04\x64ims\x18\x02 \x03(\x03\x12\x13\n\tzero_data\x18\x03 \x01(\x08H\x00\x12\x13\n\tdata_file\x18\x04 \x01(\tH\x00\x12\x0c\n\x04name\x18\x05 \x01(\tB\x0c\n\nstate_data\x1a\x83\x02\n\x05State\x12\x12\n\ninput_name\x18\x01 \x01(\t\x12\x13\n\x0boutput_name\x18\x02 \x01(\t\x12.\n\tdata_type\x18\x03 \x01(\x0e\x32\x1b.tritonhttp_server.DataType\x12\x0c\n\x04\x64ims\x18\x04 \x03(\x03\x12L\n\rinitial_state\x18\x05 \x03(\x0b\x32\x35.tritonhttp_server.ModelSequenceBatching.InitialState\x12(\n use_same_buffer_for_input_output\x18\x06 \x01(\x08\x12\x1b\n\x13use_growable_memory\x18\x07 \x01(\x08\x1aX\n\x0eStrategyDirect\x12$\n\x1cmax_queue_delay_microseconds\x18\x01 \x01(\x04\x12 \n\x18minimum_slot_utilization\x18\x02 \x01(\x02\x1a\x90\x01\n\x0eStrategyOldest\x12\x1f\n\x17max_candidate_sequences\x18\x01 \x01(\x05\x12\x1c\n\x14preferred_batch_size\x18\x02 \x03(\x05\x12$\n\x1cmax_queue_delay_microseconds\x18\x03 \x01(\x04\x12\x19\n\x11preserve_ordering\x18\x04 \x01(\x08\x42\x11\n\x0fstrategy_choice"\x8e\x03\n\x0fModelEnsembling\x12\x35\n\x04step\x18\x01 \x03(\x0b\x32\'.tritonhttp_server.ModelEnsembling.Step\x1a\xc3\x02\n\x04Step\x12\x12\n\nmodel_name\x18\x01 \x01(\t\x12\x15\n\rmodel_version\x18\x02 \x01(\x03\x12H\n\tinput_map\x18\x03 \x03(\x0b\x32\x35.tritonhttp_server.ModelEnsembling.Step.InputMapEntry\x12J\n\noutput_map\x18\x04 \x03(\x0b\x32\x36.tritonhttp_server.ModelEnsembling.Step.OutputMapEntry\x12\x17\n\x0fmodel_namespace\x18\x05 \x01(\t\x1a/\n\rInputMapEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x30\n\x0eOutputMapEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01"&\n\x0eModelParameter\x12\x14\n\x0cstring_value\x18\x01 \x01(\t"\xf1\x02\n\x0bModelWarmup\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nbatch_size\x18\x02 \x01(\r\x12:\n\x06inputs\x18\x03 \x03(\x0b\x32*.tritonhttp_server.ModelWarmup.InputsEntry\x12\r\n\x05\x63ount\x18\x04 \x01(\r\x1a\x9f\x01\n\x05Input\x12.\n\tdata_type\x18\x01 \x01(\x0e\x32\x1b.tritonhttp_server.DataType\x12\x0c\n\x04\x64ims\x18\x02 \x03(\x03\x12\x13\n\tzero_data\x18\x03 \x01(\x08H\x00\x12\x15\n\x0brandom_data\x18\x04 \x01(\x08H\x00\x12\x19\n\x0finput_data_file\x18\x05 \x01(\tH\x00\x42\x11\n\x0finput_data_type\x1aS\n\x0bInputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x33\n\x05value\x18\x02 \x01(\x0b\x32$.tritonhttp_server.ModelWarmup.Input:\x02\x38\x01".\n\x0fModelOperations\x12\x1b\n\x13op_library_filename\x18\x01 \x03(\t"+\n\x16ModelTransactionPolicy\x12\x11\n\tdecoupled\x18\x01 \x01(\x08"\xf6\x01\n\x15ModelRepositoryAgents\x12>\n\x06\x61gents\x18\x01 \x03(\x0b\x32..tritonhttp_server.ModelRepositoryAgents.Agent\x1a\x9c\x01\n\x05\x41gent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12R\n\nparameters\x18\x02 \x03(\x0b\x32>.tritonhttp_server.ModelRepositoryAgents.Agent.ParametersEntry\x1a\x31\n\x0fParametersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01"$\n\x12ModelResponseCache\x12\x0e\n\x06\x65nable\x18\x01 \x01(\x08"\xfa\x02\n\x0cModelMetrics\x12\x45\n\x0emetric_control\x18\x01 \x03(\x0b\x32-.tritonhttp_server.ModelMetrics.MetricControl\x1a\xa2\x02\n\rMetricControl\x12Y\n\x11metric_identifier\x18\x01 \x01(\x0b\x32>.tritonhttp_server.ModelMetrics.MetricControl.MetricIdentifier\x12[\n\x11histogram_options\x18\x02 \x01(\x0b\x32>.tritonhttp_server.ModelMetrics.MetricControl.HistogramOptionsH\x00\x1a"\n\x10MetricIdentifier\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x1a#\n\x10HistogramOptions\x12\x0f\n\x07\x62uckets\x18\x01 \x03(\x01\x42\x10\n\x0emetric_options"\x93\x0c\n\x0bModelConfig\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08platform\x18\x02 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x11 \x01(\t\x12\x0f\n\x07runtime\x18\x19 \x01(\t\x12=\n\x0eversion_policy\x18\x03 \x01(\x0b\x32%.tritonhttp_server.ModelVersionPolicy\x12\x16\n\x0emax_batch_size\x18\x04 \x01(\x05\x12,\n\x05input\x18\x05 \x03(\x0b\x32\x1d.tritonhttp_server.ModelInput\x12.\n\x06output\x18\x06 \x03(\x0b\x32\x1e.tritonhttp_server.ModelOutput\x12\x32\n\x0b\x62\x61tch_input\x18\x14 \x03(\x0b\x32\x1d.tritonhttp_server.BatchInput\x12\x34\n\x0c\x62\x61tch_output\x18\x15 \x03(\x0b\x32\x1e.tritonhttp_server.BatchOutput\x12@\n\x0coptimization\x18\x0c \x01(\x0b\x32*.tritonhttp_server.ModelOptimizationPolicy\x12\x43\n\x10\x64ynamic_batching\x18\x0b \x01(\x0b\x32\'.tritonhttp_server.ModelDynamicBatchingH\x00\x12\x45\n\x11sequence_batching\x18\r \x01(\x0b\x32(.tritonhttp_server.ModelSequenceBatchingH\x00\x12\x41\n\x13\x65nsemble_scheduling\x18\x0f \x01(\x0b\x32".tritonhttp_server.ModelEnsemblingH\x00\x12=\n\x0einstance_group\x18\x07 \x03(\x0b\x32%.tritonhttp_server.ModelInstanceGroup\x12\x1e\n\x16\x64\x65\x66\x61ult_model_filename\x18\x08 \x01(\t\x12P\n\x12\x63\x63_model_filenames\x18\t \x03(\x0b\x32\x34.tritonhttp_server.ModelConfig.CcModelFilenamesEntry\x12\x43\n\x0bmetric_tags\x18\n \x03(\x0b\x32..tritonhttp_server.ModelConfig.MetricTagsEntry\x12\x42\n\nparameters\x18\x0e \x03(\x0b\x32..tritonhttp_server.ModelConfig.ParametersEntry\x12\x34\n\x0cmodel_warmup\x18\x10 \x03(\x0b\x32\x1e.tritonhttp_server.ModelWarmup\x12<\n\x10model_operations\x18\x12 \x01(\x0b\x32".tritonhttp_server.ModelOperations\x12K\n\x18model_transaction_policy\x18\x13 \x01(\x0b\x32).tritonhttp_server.ModelTransactionPolicy\x12I\n\x17model_repository_agents\x18\x17 \x01(\x0b\x32(.tritonhttp_server.ModelRepositoryAgents\x12=\n\x0eresponse_cache\x18\x18 \x01(\x0b\x32%.tritonhttp_server.ModelResponseCache\x12\x36\n\rmodel_metrics\x18\x1a \x01(\x0b\x32\x1f.tritonhttp_server.ModelMetrics\x1a\x37\n\x15\x43\x63ModelFilenamesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x31\n\x0fMetricTagsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aT\n\x0fParametersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x30\n\x05value\x18\x02 \x01(\x0b\x32!.tritonhttp_server.ModelParameter:\x02\x38\x01\x42\x13\n\x11scheduling_choice*\xfa\x01\n\x08\x44\x61taType\x12\x10\n\x0cTYPE_INVALID\x10\x00\x12\r\n\tTYPE_BOOL\x10\x01\x12\x0e\n\nTYPE_UINT8\x10\x02\x12\x0f\n\x0bTYPE_UINT16\x10\x03\x12\x0f\n\x0bTYPE_UINT32\x10\x04\x12\x0f\n\x0bTYPE_UINT64\x10\x05\x12\r\n\tTYPE_INT8\x10\x06\x12\x0e\n\nTYPE_INT16\x10\x07\x12\x0e\n\nTYPE_INT32\x10\x08\x12\x0e\n\nTYPE_INT64\x10\t\x12\r\n\tTYPE_FP16\x10\n\x12\r\n\tTYPE_FP32\x10\x0b\x12\r\n\tTYPE_FP64\x10\x0c\x12\x0f\n\x0bTYPE_STRING\x10\r\x12\r\n\tTYPE_BF16\x10\x0e\x62\x06proto3'
+)
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'model_config_pb2', _globals)
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, "model_config_pb2", _globals)
 if _descriptor._USE_C_DESCRIPTORS == False:
-  DESCRIPTOR._options = None
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_LOWERBOUND_INPUTENTRY']._options = None
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_LOWERBOUND_INPUTENTRY']._serialized_options = b'8\001'
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_INPUTENTRY']._options = None
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_INPUTENTRY']._serialized_options = b'8\001'
-  _globals['_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS_ACCELERATOR_PARAMETERSENTRY']._options = None
-  _globals['_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS_ACCELERATOR_PARAMETERSENTRY']._serialized_options = b'8\001'
-  _globals['_MODELDYNAMICBATCHING_PRIORITYQUEUEPOLICYENTRY']._options = None
-  _globals['_MODELDYNAMICBATCHING_PRIORITYQUEUEPOLICYENTRY']._serialized_options = b'8\001'
-  _globals['_MODELENSEMBLING_STEP_INPUTMAPENTRY']._options = None
-  _globals['_MODELENSEMBLING_STEP_INPUTMAPENTRY']._serialized_options = b'8\001'
-  _globals['_MODELENSEMBLING_STEP_OUTPUTMAPENTRY']._options = None
-  _globals['_MODELENSEMBLING_STEP_OUTPUTMAPENTRY']._serialized_options = b'8\001'
-  _globals['_MODELWARMUP_INPUTSENTRY']._options = None
-  _globals['_MODELWARMUP_INPUTSENTRY']._serialized_options = b'8\001'
-  _globals['_MODELREPOSITORYAGENTS_AGENT_PARAMETERSENTRY']._options = None
-  _globals['_MODELREPOSITORYAGENTS_AGENT_PARAMETERSENTRY']._serialized_options = b'8\001'
-  _globals['_MODELCONFIG_CCMODELFILENAMESENTRY']._options = None
-  _globals['_MODELCONFIG_CCMODELFILENAMESENTRY']._serialized_options = b'8\001'
-  _globals['_MODELCONFIG_METRICTAGSENTRY']._options = None
-  _globals['_MODELCONFIG_METRICTAGSENTRY']._serialized_options = b'8\001'
-  _globals['_MODELCONFIG_PARAMETERSENTRY']._options = None
-  _globals['_MODELCONFIG_PARAMETERSENTRY']._serialized_options = b'8\001'
-  _globals['_DATATYPE']._serialized_start=9392
-  _globals['_DATATYPE']._serialized_end=9642
-  _globals['_MODELRATELIMITER']._serialized_start=42
-  _globals['_MODELRATELIMITER']._serialized_end=200
-  _globals['_MODELRATELIMITER_RESOURCE']._serialized_start=145
-  _globals['_MODELRATELIMITER_RESOURCE']._serialized_end=200
-  _globals['_MODELINSTANCEGROUP']._serialized_start=203
-  _globals['_MODELINSTANCEGROUP']._serialized_end=754
-  _globals['_MODELINSTANCEGROUP_SECONDARYDEVICE']._serialized_start=523
-  _globals['_MODELINSTANCEGROUP_SECONDARYDEVICE']._serialized_end=687
-  _globals['_MODELINSTANCEGROUP_SECONDARYDEVICE_SECONDARYDEVICEKIND']._serialized_start=650
-  _globals['_MODELINSTANCEGROUP_SECONDARYDEVICE_SECONDARYDEVICEKIND']._serialized_end=687
-  _globals['_MODELINSTANCEGROUP_KIND']._serialized_start=689
-  _globals['_MODELINSTANCEGROUP_KIND']._serialized_end=754
-  _globals['_MODELTENSORRESHAPE']._serialized_start=756
-  _globals['_MODELTENSORRESHAPE']._serialized_end=791
-  _globals['_MODELINPUT']._serialized_start=794
-  _globals['_MODELINPUT']._serialized_end=1157
-  _globals['_MODELINPUT_FORMAT']._serialized_start=1098
-  _globals['_MODELINPUT_FORMAT']._serialized_end=1157
-  _globals['_MODELOUTPUT']._serialized_start=1160
-  _globals['_MODELOUTPUT']._serialized_end=1387
-  _globals['_BATCHINPUT']._serialized_start=1390
-  _globals['_BATCHINPUT']._serialized_end=1751
-  _globals['_BATCHINPUT_KIND']._serialized_start=1546
-  _globals['_BATCHINPUT_KIND']._serialized_end=1751
-  _globals['_BATCHOUTPUT']._serialized_start=1754
-  _globals['_BATCHOUTPUT']._serialized_end=1905
-  _globals['_BATCHOUTPUT_KIND']._serialized_start=1863
-  _globals['_BATCHOUTPUT_KIND']._serialized_end=1905
-  _globals['_MODELVERSIONPOLICY']._serialized_start=1908
-  _globals['_MODELVERSIONPOLICY']._serialized_end=2204
-  _globals['_MODELVERSIONPOLICY_LATEST']._serialized_start=2120
-  _globals['_MODELVERSIONPOLICY_LATEST']._serialized_end=2150
-  _globals['_MODELVERSIONPOLICY_ALL']._serialized_start=2152
-  _globals['_MODELVERSIONPOLICY_ALL']._serialized_end=2157
-  _globals['_MODELVERSIONPOLICY_SPECIFIC']._serialized_start=2159
-  _globals['_MODELVERSIONPOLICY_SPECIFIC']._serialized_end=2187
-  _globals['_MODELOPTIMIZATIONPOLICY']._serialized_start=2207
-  _globals['_MODELOPTIMIZATIONPOLICY']._serialized_end=4116
-  _globals['_MODELOPTIMIZATIONPOLICY_GRAPH']._serialized_start=2785
-  _globals['_MODELOPTIMIZATIONPOLICY_GRAPH']._serialized_end=2807
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA']._serialized_start=2810
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA']._serialized_end=3556
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC']._serialized_start=2968
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC']._serialized_end=3556
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_SHAPE']._serialized_start=3183
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_SHAPE']._serialized_end=3203
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_LOWERBOUND']._serialized_start=3206
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_LOWERBOUND']._serialized_end=3445
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_LOWERBOUND_INPUTENTRY']._serialized_start=3336
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_LOWERBOUND_INPUTENTRY']._serialized_end=3445
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_INPUTENTRY']._serialized_start=3336
-  _globals['_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_INPUTENTRY']._serialized_end=3445
-  _globals['_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS']._serialized_start=3559
-  _globals['_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS']._serialized_end=4003
-  _globals['_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS_ACCELERATOR']._serialized_start=3811
-  _globals['_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS_ACCELERATOR']._serialized_end=4003
-  _globals['_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS_ACCELERATOR_PARAMETERSENTRY']._serialized_start=3954
-  _globals['_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS_ACCELERATOR_PARAMETERSENTRY']._serialized_end=4003
-  _globals['_MODELOPTIMIZATIONPOLICY_PINNEDMEMORYBUFFER']._serialized_start=4005
-  _globals['_MODELOPTIMIZATIONPOLICY_PINNEDMEMORYBUFFER']._serialized_end=4041
-  _globals['_MODELOPTIMIZATIONPOLICY_MODELPRIORITY']._serialized_start=4043
-  _globals['_MODELOPTIMIZATIONPOLICY_MODELPRIORITY']._serialized_end=4116
-  _globals['_MODELQUEUEPOLICY']._serialized_start=4119
-  _globals['_MODELQUEUEPOLICY']._serialized_end=4346
-  _globals['_MODELQUEUEPOLICY_TIMEOUTACTION']._serialized_start=4308
-  _globals['_MODELQUEUEPOLICY_TIMEOUTACTION']._serialized_end=4346
-  _globals['_MODELDYNAMICBATCHING']._serialized_start=4349
-  _globals['_MODELDYNAMICBATCHING']._serialized_end=4784
-  _globals['_MODELDYNAMICBATCHING_PRIORITYQUEUEPOLICYENTRY']._serialized_start=4689
-  _globals['_MODELDYNAMICBATCHING_PRIORITYQUEUEPOLICYENTRY']._serialized_end=4784
-  _globals['_MODELSEQUENCEBATCHING']._serialized_start=4787
-  _globals['_MODELSEQUENCEBATCHING']._serialized_end=6257
-  _globals['_MODELSEQUENCEBATCHING_CONTROL']._serialized_start=5172
-  _globals['_MODELSEQUENCEBATCHING_CONTROL']._serialized_end=5493
-  _globals['_MODELSEQUENCEBATCHING_CONTROL_KIND']._serialized_start=5376
-  _globals['_MODELSEQUENCEBATCHING_CONTROL_KIND']._serialized_end=5493
-  _globals['_MODELSEQUENCEBATCHING_CONTROLINPUT']._serialized_start=5495
-  _globals['_MODELSEQUENCEBATCHING_CONTROLINPUT']._serialized_end=5590
-  _globals['_MODELSEQUENCEBATCHING_INITIALSTATE']._serialized_start=5593
-  _globals['_MODELSEQUENCEBATCHING_INITIALSTATE']._serialized_end=5739
-  _globals['_MODELSEQUENCEBATCHING_STATE']._serialized_start=5742
-  _globals['_MODELSEQUENCEBATCHING_STATE']._serialized_end=6001
-  _globals['_MODELSEQUENCEBATCHING_STRATEGYDIRECT']._serialized_start=6003
-  _globals['_MODELSEQUENCEBATCHING_STRATEGYDIRECT']._serialized_end=6091
-  _globals['_MODELSEQUENCEBATCHING_STRATEGYOLDEST']._serialized_start=6094
-  _globals['_MODELSEQUENCEBATCHING_STRATEGYOLDEST']._serialized_end=6238
-  _globals['_MODELENSEMBLING']._serialized_start=6260
-  _globals['_MODELENSEMBLING']._serialized_end=6658
-  _globals['_MODELENSEMBLING_STEP']._serialized_start=6335
-  _globals['_MODELENSEMBLING_STEP']._serialized_end=6658
-  _globals['_MODELENSEMBLING_STEP_INPUTMAPENTRY']._serialized_start=6561
-  _globals['_MODELENSEMBLING_STEP_INPUTMAPENTRY']._serialized_end=6608
-  _globals['_MODELENSEMBLING_STEP_OUTPUTMAPENTRY']._serialized_start=6610
-  _globals['_MODELENSEMBLING_STEP_OUTPUTMAPENTRY']._serialized_end=6658
-  _globals['_MODELPARAMETER']._serialized_start=6660
-  _globals['_MODELPARAMETER']._serialized_end=6698
-  _globals['_MODELWARMUP']._serialized_start=6701
-  _globals['_MODELWARMUP']._serialized_end=7070
-  _globals['_MODELWARMUP_INPUT']._serialized_start=6826
-  _globals['_MODELWARMUP_INPUT']._serialized_end=6985
-  _globals['_MODELWARMUP_INPUTSENTRY']._serialized_start=6987
-  _globals['_MODELWARMUP_INPUTSENTRY']._serialized_end=7070
-  _globals['_MODELOPERATIONS']._serialized_start=7072
-  _globals['_MODELOPERATIONS']._serialized_end=7118
-  _globals['_MODELTRANSACTIONPOLICY']._serialized_start=7120
-  _globals['_MODELTRANSACTIONPOLICY']._serialized_end=7163
-  _globals['_MODELREPOSITORYAGENTS']._serialized_start=7166
-  _globals['_MODELREPOSITORYAGENTS']._serialized_end=7412
-  _globals['_MODELREPOSITORYAGENTS_AGENT']._serialized_start=7256
-  _globals['_MODELREPOSITORYAGENTS_AGENT']._serialized_end=7412
-  _globals['_MODELREPOSITORYAGENTS_AGENT_PARAMETERSENTRY']._serialized_start=3954
-  _globals['_MODELREPOSITORYAGENTS_AGENT_PARAMETERSENTRY']._serialized_end=4003
-  _globals['_MODELRESPONSECACHE']._serialized_start=7414
-  _globals['_MODELRESPONSECACHE']._serialized_end=7450
-  _globals['_MODELMETRICS']._serialized_start=7453
-  _globals['_MODELMETRICS']._serialized_end=7831
-  _globals['_MODELMETRICS_METRICCONTROL']._serialized_start=7541
-  _globals['_MODELMETRICS_METRICCONTROL']._serialized_end=7831
-  _globals['_MODELMETRICS_METRICCONTROL_METRICIDENTIFIER']._serialized_start=7742
-  _globals['_MODELMETRICS_METRICCONTROL_METRICIDENTIFIER']._serialized_end=7776
-  _globals['_MODELMETRICS_METRICCONTROL_HISTOGRAMOPTIONS']._serialized_start=7778
-  _globals['_MODELMETRICS_METRICCONTROL_HISTOGRAMOPTIONS']._serialized_end=7813
-  _globals['_MODELCONFIG']._serialized_start=7834
-  _globals['_MODELCONFIG']._serialized_end=9389
-  _globals['_MODELCONFIG_CCMODELFILENAMESENTRY']._serialized_start=9176
-  _globals['_MODELCONFIG_CCMODELFILENAMESENTRY']._serialized_end=9231
-  _globals['_MODELCONFIG_METRICTAGSENTRY']._serialized_start=9233
-  _globals['_MODELCONFIG_METRICTAGSENTRY']._serialized_end=9282
-  _globals['_MODELCONFIG_PARAMETERSENTRY']._serialized_start=9284
-  _globals['_MODELCONFIG_PARAMETERSENTRY']._serialized_end=9368
+    DESCRIPTOR._options = None
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_LOWERBOUND_INPUTENTRY"]._options = None
+    _globals[
+        "_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_LOWERBOUND_INPUTENTRY"
+    ]._serialized_options = b"8\001"
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_INPUTENTRY"]._options = None
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_INPUTENTRY"]._serialized_options = b"8\001"
+    _globals[
+        "_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS_ACCELERATOR_PARAMETERSENTRY"
+    ]._options = None
+    _globals[
+        "_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS_ACCELERATOR_PARAMETERSENTRY"
+    ]._serialized_options = b"8\001"
+    _globals["_MODELDYNAMICBATCHING_PRIORITYQUEUEPOLICYENTRY"]._options = None
+    _globals["_MODELDYNAMICBATCHING_PRIORITYQUEUEPOLICYENTRY"]._serialized_options = b"8\001"
+    _globals["_MODELENSEMBLING_STEP_INPUTMAPENTRY"]._options = None
+    _globals["_MODELENSEMBLING_STEP_INPUTMAPENTRY"]._serialized_options = b"8\001"
+    _globals["_MODELENSEMBLING_STEP_OUTPUTMAPENTRY"]._options = None
+    _globals["_MODELENSEMBLING_STEP_OUTPUTMAPENTRY"]._serialized_options = b"8\001"
+    _globals["_MODELWARMUP_INPUTSENTRY"]._options = None
+    _globals["_MODELWARMUP_INPUTSENTRY"]._serialized_options = b"8\001"
+    _globals["_MODELREPOSITORYAGENTS_AGENT_PARAMETERSENTRY"]._options = None
+    _globals["_MODELREPOSITORYAGENTS_AGENT_PARAMETERSENTRY"]._serialized_options = b"8\001"
+    _globals["_MODELCONFIG_CCMODELFILENAMESENTRY"]._options = None
+    _globals["_MODELCONFIG_CCMODELFILENAMESENTRY"]._serialized_options = b"8\001"
+    _globals["_MODELCONFIG_METRICTAGSENTRY"]._options = None
+    _globals["_MODELCONFIG_METRICTAGSENTRY"]._serialized_options = b"8\001"
+    _globals["_MODELCONFIG_PARAMETERSENTRY"]._options = None
+    _globals["_MODELCONFIG_PARAMETERSENTRY"]._serialized_options = b"8\001"
+    _globals["_DATATYPE"]._serialized_start = 9392
+    _globals["_DATATYPE"]._serialized_end = 9642
+    _globals["_MODELRATELIMITER"]._serialized_start = 42
+    _globals["_MODELRATELIMITER"]._serialized_end = 200
+    _globals["_MODELRATELIMITER_RESOURCE"]._serialized_start = 145
+    _globals["_MODELRATELIMITER_RESOURCE"]._serialized_end = 200
+    _globals["_MODELINSTANCEGROUP"]._serialized_start = 203
+    _globals["_MODELINSTANCEGROUP"]._serialized_end = 754
+    _globals["_MODELINSTANCEGROUP_SECONDARYDEVICE"]._serialized_start = 523
+    _globals["_MODELINSTANCEGROUP_SECONDARYDEVICE"]._serialized_end = 687
+    _globals["_MODELINSTANCEGROUP_SECONDARYDEVICE_SECONDARYDEVICEKIND"]._serialized_start = 650
+    _globals["_MODELINSTANCEGROUP_SECONDARYDEVICE_SECONDARYDEVICEKIND"]._serialized_end = 687
+    _globals["_MODELINSTANCEGROUP_KIND"]._serialized_start = 689
+    _globals["_MODELINSTANCEGROUP_KIND"]._serialized_end = 754
+    _globals["_MODELTENSORRESHAPE"]._serialized_start = 756
+    _globals["_MODELTENSORRESHAPE"]._serialized_end = 791
+    _globals["_MODELINPUT"]._serialized_start = 794
+    _globals["_MODELINPUT"]._serialized_end = 1157
+    _globals["_MODELINPUT_FORMAT"]._serialized_start = 1098
+    _globals["_MODELINPUT_FORMAT"]._serialized_end = 1157
+    _globals["_MODELOUTPUT"]._serialized_start = 1160
+    _globals["_MODELOUTPUT"]._serialized_end = 1387
+    _globals["_BATCHINPUT"]._serialized_start = 1390
+    _globals["_BATCHINPUT"]._serialized_end = 1751
+    _globals["_BATCHINPUT_KIND"]._serialized_start = 1546
+    _globals["_BATCHINPUT_KIND"]._serialized_end = 1751
+    _globals["_BATCHOUTPUT"]._serialized_start = 1754
+    _globals["_BATCHOUTPUT"]._serialized_end = 1905
+    _globals["_BATCHOUTPUT_KIND"]._serialized_start = 1863
+    _globals["_BATCHOUTPUT_KIND"]._serialized_end = 1905
+    _globals["_MODELVERSIONPOLICY"]._serialized_start = 1908
+    _globals["_MODELVERSIONPOLICY"]._serialized_end = 2204
+    _globals["_MODELVERSIONPOLICY_LATEST"]._serialized_start = 2120
+    _globals["_MODELVERSIONPOLICY_LATEST"]._serialized_end = 2150
+    _globals["_MODELVERSIONPOLICY_ALL"]._serialized_start = 2152
+    _globals["_MODELVERSIONPOLICY_ALL"]._serialized_end = 2157
+    _globals["_MODELVERSIONPOLICY_SPECIFIC"]._serialized_start = 2159
+    _globals["_MODELVERSIONPOLICY_SPECIFIC"]._serialized_end = 2187
+    _globals["_MODELOPTIMIZATIONPOLICY"]._serialized_start = 2207
+    _globals["_MODELOPTIMIZATIONPOLICY"]._serialized_end = 4116
+    _globals["_MODELOPTIMIZATIONPOLICY_GRAPH"]._serialized_start = 2785
+    _globals["_MODELOPTIMIZATIONPOLICY_GRAPH"]._serialized_end = 2807
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA"]._serialized_start = 2810
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA"]._serialized_end = 3556
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC"]._serialized_start = 2968
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC"]._serialized_end = 3556
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_SHAPE"]._serialized_start = 3183
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_SHAPE"]._serialized_end = 3203
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_LOWERBOUND"]._serialized_start = 3206
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_LOWERBOUND"]._serialized_end = 3445
+    _globals[
+        "_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_LOWERBOUND_INPUTENTRY"
+    ]._serialized_start = 3336
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_LOWERBOUND_INPUTENTRY"]._serialized_end = 3445
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_INPUTENTRY"]._serialized_start = 3336
+    _globals["_MODELOPTIMIZATIONPOLICY_CUDA_GRAPHSPEC_INPUTENTRY"]._serialized_end = 3445
+    _globals["_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS"]._serialized_start = 3559
+    _globals["_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS"]._serialized_end = 4003
+    _globals["_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS_ACCELERATOR"]._serialized_start = 3811
+    _globals["_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS_ACCELERATOR"]._serialized_end = 4003
+    _globals[
+        "_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS_ACCELERATOR_PARAMETERSENTRY"
+    ]._serialized_start = 3954
+    _globals[
+        "_MODELOPTIMIZATIONPOLICY_EXECUTIONACCELERATORS_ACCELERATOR_PARAMETERSENTRY"
+    ]._serialized_end = 4003
+    _globals["_MODELOPTIMIZATIONPOLICY_PINNEDMEMORYBUFFER"]._serialized_start = 4005
+    _globals["_MODELOPTIMIZATIONPOLICY_PINNEDMEMORYBUFFER"]._serialized_end = 4041
+    _globals["_MODELOPTIMIZATIONPOLICY_MODELPRIORITY"]._serialized_start = 4043
+    _globals["_MODELOPTIMIZATIONPOLICY_MODELPRIORITY"]._serialized_end = 4116
+    _globals["_MODELQUEUEPOLICY"]._serialized_start = 4119
+    _globals["_MODELQUEUEPOLICY"]._serialized_end = 4346
+    _globals["_MODELQUEUEPOLICY_TIMEOUTACTION"]._serialized_start = 4308
+    _globals["_MODELQUEUEPOLICY_TIMEOUTACTION"]._serialized_end = 4346
+    _globals["_MODELDYNAMICBATCHING"]._serialized_start = 4349
+    _globals["_MODELDYNAMICBATCHING"]._serialized_end = 4784
+    _globals["_MODELDYNAMICBATCHING_PRIORITYQUEUEPOLICYENTRY"]._serialized_start = 4689
+    _globals["_MODELDYNAMICBATCHING_PRIORITYQUEUEPOLICYENTRY"]._serialized_end = 4784
+    _globals["_MODELSEQUENCEBATCHING"]._serialized_start = 4787
+    _globals["_MODELSEQUENCEBATCHING"]._serialized_end = 6257
+    _globals["_MODELSEQUENCEBATCHING_CONTROL"]._serialized_start = 5172
+    _globals["_MODELSEQUENCEBATCHING_CONTROL"]._serialized_end = 5493
+    _globals["_MODELSEQUENCEBATCHING_CONTROL_KIND"]._serialized_start = 5376
+    _globals["_MODELSEQUENCEBATCHING_CONTROL_KIND"]._serialized_end = 5493
+    _globals["_MODELSEQUENCEBATCHING_CONTROLINPUT"]._serialized_start = 5495
+    _globals["_MODELSEQUENCEBATCHING_CONTROLINPUT"]._serialized_end = 5590
+    _globals["_MODELSEQUENCEBATCHING_INITIALSTATE"]._serialized_start = 5593
+    _globals["_MODELSEQUENCEBATCHING_INITIALSTATE"]._serialized_end = 5739
+    _globals["_MODELSEQUENCEBATCHING_STATE"]._serialized_start = 5742
+    _globals["_MODELSEQUENCEBATCHING_STATE"]._serialized_end = 6001
+    _globals["_MODELSEQUENCEBATCHING_STRATEGYDIRECT"]._serialized_start = 6003
+    _globals["_MODELSEQUENCEBATCHING_STRATEGYDIRECT"]._serialized_end = 6091
+    _globals["_MODELSEQUENCEBATCHING_STRATEGYOLDEST"]._serialized_start = 6094
+    _globals["_MODELSEQUENCEBATCHING_STRATEGYOLDEST"]._serialized_end = 6238
+    _globals["_MODELENSEMBLING"]._serialized_start = 6260
+    _globals["_MODELENSEMBLING"]._serialized_end = 6658
+    _globals["_MODELENSEMBLING_STEP"]._serialized_start = 6335
+    _globals["_MODELENSEMBLING_STEP"]._serialized_end = 6658
+    _globals["_MODELENSEMBLING_STEP_INPUTMAPENTRY"]._serialized_start = 6561
+    _globals["_MODELENSEMBLING_STEP_INPUTMAPENTRY"]._serialized_end = 6608
+    _globals["_MODELENSEMBLING_STEP_OUTPUTMAPENTRY"]._serialized_start = 6610
+    _globals["_MODELENSEMBLING_STEP_OUTPUTMAPENTRY"]._serialized_end = 6658
+    _globals["_MODELPARAMETER"]._serialized_start = 6660
+    _globals["_MODELPARAMETER"]._serialized_end = 6698
+    _globals["_MODELWARMUP"]._serialized_start = 6701
+    _globals["_MODELWARMUP"]._serialized_end = 7070
+    _globals["_MODELWARMUP_INPUT"]._serialized_start = 6826
+    _globals["_MODELWARMUP_INPUT"]._serialized_end = 6985
+    _globals["_MODELWARMUP_INPUTSENTRY"]._serialized_start = 6987
+    _globals["_MODELWARMUP_INPUTSENTRY"]._serialized_end = 7070
+    _globals["_MODELOPERATIONS"]._serialized_start = 7072
+    _globals["_MODELOPERATIONS"]._serialized_end = 7118
+    _globals["_MODELTRANSACTIONPOLICY"]._serialized_start = 7120
+    _globals["_MODELTRANSACTIONPOLICY"]._serialized_end = 7163
+    _globals["_MODELREPOSITORYAGENTS"]._serialized_start = 7166
+    _globals["_MODELREPOSITORYAGENTS"]._serialized_end = 7412
+    _globals["_MODELREPOSITORYAGENTS_AGENT"]._serialized_start = 7256
+    _globals["_MODELREPOSITORYAGENTS_AGENT"]._serialized_end = 7412
+    _globals["_MODELREPOSITORYAGENTS_AGENT_PARAMETERSENTRY"]._serialized_start = 3954
+    _globals["_MODELREPOSITORYAGENTS_AGENT_PARAMETERSENTRY"]._serialized_end = 4003
+    _globals["_MODELRESPONSECACHE"]._serialized_start = 7414
+    _globals["_MODELRESPONSECACHE"]._serialized_end = 7450
+    _globals["_MODELMETRICS"]._serialized_start = 7453
+    _globals["_MODELMETRICS"]._serialized_end = 7831
+    _globals["_MODELMETRICS_METRICCONTROL"]._serialized_start = 7541
+    _globals["_MODELMETRICS_METRICCONTROL"]._serialized_end = 7831
+    _globals["_MODELMETRICS_METRICCONTROL_METRICIDENTIFIER"]._serialized_start = 7742
+    _globals["_MODELMETRICS_METRICCONTROL_METRICIDENTIFIER"]._serialized_end = 7776
+    _globals["_MODELMETRICS_METRICCONTROL_HISTOGRAMOPTIONS"]._serialized_start = 7778
+    _globals["_MODELMETRICS_METRICCONTROL_HISTOGRAMOPTIONS"]._serialized_end = 7813
+    _globals["_MODELCONFIG"]._serialized_start = 7834
+    _globals["_MODELCONFIG"]._serialized_end = 9389
+    _globals["_MODELCONFIG_CCMODELFILENAMESENTRY"]._serialized_start = 9176
+    _globals["_MODELCONFIG_CCMODELFILENAMESENTRY"]._serialized_end = 9231
+    _globals["_MODELCONFIG_METRICTAGSENTRY"]._serialized_start = 9233
+    _globals["_MODELCONFIG_METRICTAGSENTRY"]._serialized_end = 9282
+    _globals["_MODELCONFIG_PARAMETERSENTRY"]._serialized_start = 9284
+    _globals["_MODELCONFIG_PARAMETERSENTRY"]._serialized_end = 9368
 # @@protoc_insertion_point(module_scope)

@@ -15,7 +15,18 @@ from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import Code, CoreError
 from ..core._repository import parse_version
 from ._generate import handle_generate
-from ._http import JSON, TEXT, Receive, Scope, Send, error_body, parse_json, read_body, send_error, send_response
+from ._http import (
+    JSON,
+    TEXT,
+    Receive,
+    Scope,
+    Send,
+    error_body,
+    parse_json,
+    read_body,
+    send_error,
+    send_response,
+)
 from ._infer import compress, encode_response, inflate, parse_infer_request, pick_encoding
 
 __all__ = ["HttpFrontend"]
@@ -61,7 +72,9 @@ class HttpFrontend:
         forward_pattern: str | None = None,
     ) -> None:
         self.core = core
-        self.restricted = {k: (h.lower().encode(), v.encode()) for k, (h, v) in (restricted or {}).items()}
+        self.restricted = {
+            k: (h.lower().encode(), v.encode()) for k, (h, v) in (restricted or {}).items()
+        }
         self.forward = re.compile(forward_pattern, re.IGNORECASE) if forward_pattern else None
         self.in_flight = 0
         self._idle = asyncio.Event()
@@ -114,64 +127,191 @@ class HttpFrontend:
     # ------------------------------------------------------------------ dispatch
 
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path: str = scope.get("raw_path", b"").decode("latin-1").partition("?")[0] if scope.get("raw_path") else scope["path"]
+        path: str = (
+            scope.get("raw_path", b"").decode("latin-1").partition("?")[0]
+            if scope.get("raw_path")
+            else scope["path"]
+        )
         method: str = scope["method"]
         if path.startswith("/v2/models/"):
             if path == "/v2/models/stats":
-                await self._guard(scope, send, "statistics", method, ("GET",), self._stats, receive, None, "")
+                await self._guard(
+                    scope, send, "statistics", method, ("GET",), self._stats, receive, None, ""
+                )
                 return
             m = _MODEL_RE.fullmatch(path)
             if m is not None:
                 name, version, action = m.group(1), m.group(2) or "", m.group(3)
                 if action == "infer":
-                    await self._guard(scope, send, "inference", method, ("POST",), self._infer, receive, name, version, text405=True)
+                    await self._guard(
+                        scope,
+                        send,
+                        "inference",
+                        method,
+                        ("POST",),
+                        self._infer,
+                        receive,
+                        name,
+                        version,
+                        text405=True,
+                    )
                 elif action is None:
-                    await self._guard(scope, send, "metadata", method, ("GET",), self._model_metadata, receive, name, version)
+                    await self._guard(
+                        scope,
+                        send,
+                        "metadata",
+                        method,
+                        ("GET",),
+                        self._model_metadata,
+                        receive,
+                        name,
+                        version,
+                    )
                 elif action == "ready":
-                    await self._guard(scope, send, "health", method, ("GET",), self._model_ready, receive, name, version, text405=True)
+                    await self._guard(
+                        scope,
+                        send,
+                        "health",
+                        method,
+                        ("GET",),
+                        self._model_ready,
+                        receive,
+                        name,
+                        version,
+                        text405=True,
+                    )
                 elif action == "config":
-                    await self._guard(scope, send, "model-config", method, ("GET",), self._model_config, receive, name, version)
+                    await self._guard(
+                        scope,
+                        send,
+                        "model-config",
+                        method,
+                        ("GET",),
+                        self._model_config,
+                        receive,
+                        name,
+                        version,
+                    )
                 elif action == "stats":
-                    await self._guard(scope, send, "statistics", method, ("GET",), self._stats, receive, name, version)
+                    await self._guard(
+                        scope,
+                        send,
+                        "statistics",
+                        method,
+                        ("GET",),
+                        self._stats,
+                        receive,
+                        name,
+                        version,
+                    )
                 elif action == "trace/setting":
                     if version:
                         await self._not_found(send)
                     else:
-                        await self._guard(scope, send, "trace", method, ("GET", "POST"), self._trace, receive, name, "")
+                        await self._guard(
+                            scope,
+                            send,
+                            "trace",
+                            method,
+                            ("GET", "POST"),
+                            self._trace,
+                            receive,
+                            name,
+                            "",
+                        )
                 else:
-                    await self._guard(scope, send, "inference", method, ("POST",), self._generate, receive, name, version, action)
+                    await self._guard(
+                        scope,
+                        send,
+                        "inference",
+                        method,
+                        ("POST",),
+                        self._generate,
+                        receive,
+                        name,
+                        version,
+                        action,
+                    )
                 return
         elif path == "/v2/logging":
-            await self._guard(scope, send, "logging", method, ("GET", "POST"), self._logging, receive, None, "")
+            await self._guard(
+                scope, send, "logging", method, ("GET", "POST"), self._logging, receive, None, ""
+            )
             return
         elif path == "/v2":
-            await self._guard(scope, send, "metadata", method, ("GET",), self._server_metadata, receive, None, "")
+            await self._guard(
+                scope, send, "metadata", method, ("GET",), self._server_metadata, receive, None, ""
+            )
             return
         elif path.startswith("/v2/health/"):
             m = _HEALTH_RE.fullmatch(path)
             if m is not None:
-                await self._guard(scope, send, "health", method, ("GET",), self._health, receive, m.group(1), "", text405=True)
+                await self._guard(
+                    scope,
+                    send,
+                    "health",
+                    method,
+                    ("GET",),
+                    self._health,
+                    receive,
+                    m.group(1),
+                    "",
+                    text405=True,
+                )
                 return
         elif path.startswith("/v2/systemsharedmemory"):
             m = _SYSSHM_RE.fullmatch(path)
             if m is not None:
                 allowed = ("GET",) if m.group(2) == "status" else ("POST",)
-                await self._guard(scope, send, "shared-memory", method, allowed, self._system_shm, receive, m.group(1), m.group(2))
+                await self._guard(
+                    scope,
+                    send,
+                    "shared-memory",
+                    method,
+                    allowed,
+                    self._system_shm,
+                    receive,
+                    m.group(1),
+                    m.group(2),
+                )
                 return
         elif path.startswith("/v2/cudasharedmemory"):
             m = _CUDASHM_RE.fullmatch(path)
             if m is not None:
                 allowed = ("GET",) if m.group(2) == "status" else ("POST",)
-                await self._guard(scope, send, "shared-memory", method, allowed, self._cuda_shm, receive, m.group(1), m.group(2))
+                await self._guard(
+                    scope,
+                    send,
+                    "shared-memory",
+                    method,
+                    allowed,
+                    self._cuda_shm,
+                    receive,
+                    m.group(1),
+                    m.group(2),
+                )
                 return
         elif path.startswith("/v2/repository"):
             m = _REPO_RE.fullmatch(path)
             if m is not None:
                 action = m.group(4) or "index"
-                await self._guard(scope, send, "model-repository", method, ("POST",), self._repository, receive, m.group(3), action, m.group(1))
+                await self._guard(
+                    scope,
+                    send,
+                    "model-repository",
+                    method,
+                    ("POST",),
+                    self._repository,
+                    receive,
+                    m.group(3),
+                    action,
+                    m.group(1),
+                )
                 return
         elif path == "/v2/trace/setting":
-            await self._guard(scope, send, "trace", method, ("GET", "POST"), self._trace, receive, None, "")
+            await self._guard(
+                scope, send, "trace", method, ("GET", "POST"), self._trace, receive, None, ""
+            )
             return
         await self._not_found(send)
 
@@ -211,7 +351,9 @@ class HttpFrontend:
 
     # ------------------------------------------------------------------ health & metadata
 
-    async def _health(self, scope: Scope, receive: Receive, send: Send, which: str | None, _: str) -> None:
+    async def _health(
+        self, scope: Scope, receive: Receive, send: Send, which: str | None, _: str
+    ) -> None:
         if which is None:
             await self._server_metadata(scope, receive, send, None, "")
             return
@@ -219,7 +361,9 @@ class HttpFrontend:
         ok = repo.live if which == "live" else repo.server_ready()
         await send_response(send, 200 if ok else 400, b"", TEXT, length_first=True)
 
-    async def _model_ready(self, scope: Scope, receive: Receive, send: Send, name: str, version: str) -> None:
+    async def _model_ready(
+        self, scope: Scope, receive: Receive, send: Send, name: str, version: str
+    ) -> None:
         try:
             ready = self.core.repository.is_ready(name, version)
         except CoreError:
@@ -227,22 +371,34 @@ class HttpFrontend:
         if ready:
             await send_response(send, 200, b"", TEXT, length_first=True)
         else:
-            await send_response(send, 400, error_body("Model version not ready"), TEXT, length_first=True)
+            await send_response(
+                send, 400, error_body("Model version not ready"), TEXT, length_first=True
+            )
 
-    async def _server_metadata(self, scope: Scope, receive: Receive, send: Send, _a: Any, _b: str) -> None:
-        body = _json.dumps({"name": self.core.server_id, "version": VERSION, "extensions": EXTENSIONS})
+    async def _server_metadata(
+        self, scope: Scope, receive: Receive, send: Send, _a: Any, _b: str
+    ) -> None:
+        body = _json.dumps(
+            {"name": self.core.server_id, "version": VERSION, "extensions": EXTENSIONS}
+        )
         await send_response(send, 200, body)
 
-    async def _model_metadata(self, scope: Scope, receive: Receive, send: Send, name: str, version: str) -> None:
+    async def _model_metadata(
+        self, scope: Scope, receive: Receive, send: Send, name: str, version: str
+    ) -> None:
         await send_response(send, 200, self.core.repository.metadata_json(name, version))
 
-    async def _model_config(self, scope: Scope, receive: Receive, send: Send, name: str, version: str) -> None:
+    async def _model_config(
+        self, scope: Scope, receive: Receive, send: Send, name: str, version: str
+    ) -> None:
         mv = self.core.repository.get(name, version)
         await send_response(send, 200, mv.config_json)
 
     # ------------------------------------------------------------------ statistics
 
-    async def _stats(self, scope: Scope, receive: Receive, send: Send, name: str | None, version: str) -> None:
+    async def _stats(
+        self, scope: Scope, receive: Receive, send: Send, name: str | None, version: str
+    ) -> None:
         repo = self.core.repository
         if name is None:
             versions = repo.loaded_versions()
@@ -257,12 +413,16 @@ class HttpFrontend:
                 if not ready:
                     raise CoreError(f"requested model version is not available for model '{name}'")
         else_versions = versions if name is None else ready
-        body = _json.dumps({"model_stats": [mv.stats.as_json(mv.name, mv.version) for mv in else_versions]})
+        body = _json.dumps(
+            {"model_stats": [mv.stats.as_json(mv.name, mv.version) for mv in else_versions]}
+        )
         await send_response(send, 200, body)
 
     # ------------------------------------------------------------------ trace & logging
 
-    async def _trace(self, scope: Scope, receive: Receive, send: Send, name: str | None, _: str) -> None:
+    async def _trace(
+        self, scope: Scope, receive: Receive, send: Send, name: str | None, _: str
+    ) -> None:
         trace = self.core.trace
         if name is not None and not self.core.repository.is_ready(name):
             raise CoreError(f"Request for unknown model : {name}")
@@ -281,7 +441,13 @@ class HttpFrontend:
     # ------------------------------------------------------------------ repository
 
     async def _repository(
-        self, scope: Scope, receive: Receive, send: Send, name: str | None, action: str, repo_name: str | None
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        name: str | None,
+        action: str,
+        repo_name: str | None,
     ) -> None:
         repo = self.core.repository
         body = await read_body(receive)
@@ -291,7 +457,9 @@ class HttpFrontend:
                 doc = parse_json(body)
                 if isinstance(doc, dict) and "ready" in doc:
                     if not isinstance(doc["ready"], bool):
-                        raise CoreError("attempt to access JSON non-boolean as boolean", Code.INTERNAL)
+                        raise CoreError(
+                            "attempt to access JSON non-boolean as boolean", Code.INTERNAL
+                        )
                     ready = doc["ready"]
             await send_response(send, 200, _json.dumps(repo.index(ready)))
             return
@@ -300,7 +468,8 @@ class HttpFrontend:
             raise CoreError("'repository_name' specification is not supported", Code.UNSUPPORTED)
         if repo.mode != "explicit":
             raise CoreError(
-                "explicit model load / unload is not allowed if polling is enabled", Code.UNAVAILABLE
+                "explicit model load / unload is not allowed if polling is enabled",
+                Code.UNAVAILABLE,
             )
         if action == "unload":
             dependents = False
@@ -308,7 +477,9 @@ class HttpFrontend:
                 try:
                     doc = parse_json(body)
                     params = doc.get("parameters") if isinstance(doc, dict) else None
-                    if isinstance(params, dict) and isinstance(params.get("unload_dependents"), bool):
+                    if isinstance(params, dict) and isinstance(
+                        params.get("unload_dependents"), bool
+                    ):
                         dependents = params["unload_dependents"]
                 except CoreError:
                     pass  # Triton ignores a malformed unload body
@@ -325,24 +496,31 @@ class HttpFrontend:
                     raise CoreError("attempt to get members for non-object", Code.INTERNAL)
                 for key, value in params.items():
                     if not isinstance(value, str):
-                        raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
+                        raise CoreError(
+                            "attempt to access JSON non-string as string", Code.INTERNAL
+                        )
                     if key == "config":
                         config = value
                     elif key.startswith("file:"):
                         files[key[5:]] = value
                     else:
-                        raise CoreError("unexpected error on creating Triton parameter", Code.INTERNAL)
+                        raise CoreError(
+                            "unexpected error on creating Triton parameter", Code.INTERNAL
+                        )
         await repo.load(name, config, files or None)
         await send_response(send, 200, b"")
 
     # ------------------------------------------------------------------ shared memory
 
-    async def _system_shm(self, scope: Scope, receive: Receive, send: Send, region: str | None, action: str) -> None:
+    async def _system_shm(
+        self, scope: Scope, receive: Receive, send: Send, region: str | None, action: str
+    ) -> None:
         shm = self.core.shm
         if action == "status":
             if region is not None and region in getattr(self.core, "cuda_regions", {}):
                 raise CoreError(
-                    f"The region named '{region}' is registered as CUDA shared memory, not system shared memory",
+                    f"The region named '{region}' is registered as CUDA shared memory, "
+                    "not system shared memory",
                     Code.NOT_FOUND,
                 )
             await send_response(send, 200, _json.dumps(shm.status(region)))
@@ -362,23 +540,30 @@ class HttpFrontend:
             raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
         offset = doc.get("offset", 0)
         if type(offset) is not int or not 0 <= offset < 2**64:
-            raise CoreError("attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL)
+            raise CoreError(
+                "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
+            )
         if "byte_size" not in doc:
             raise CoreError("Shared memory register request has no 'byte_size' field")
         size = doc["byte_size"]
         if type(size) is not int or not 0 <= size < 2**64:
-            raise CoreError("attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL)
+            raise CoreError(
+                "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
+            )
         shm.register(region, key, offset, size)
         await send_response(send, 200, b"")
 
-    async def _cuda_shm(self, scope: Scope, receive: Receive, send: Send, region: str | None, action: str) -> None:
+    async def _cuda_shm(
+        self, scope: Scope, receive: Receive, send: Send, region: str | None, action: str
+    ) -> None:
         if action == "status":
             if region is None:
                 await send_response(send, 200, b"[]")
                 return
             if region in self.core.shm.regions:
                 raise CoreError(
-                    f"The region named '{region}' is registered as system shared memory, not CUDA shared memory",
+                    f"The region named '{region}' is registered as system shared "
+                    "memory, not CUDA shared memory",
                     Code.NOT_FOUND,
                 )
             raise CoreError(f"Unable to find cuda shared memory region: '{region}'", Code.NOT_FOUND)
@@ -398,10 +583,14 @@ class HttpFrontend:
             raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
         for key in ("device_id", "byte_size"):
             if key not in doc:
-                raise CoreError(f"attempt to access non-existing object member '{key}'", Code.INTERNAL)
+                raise CoreError(
+                    f"attempt to access non-existing object member '{key}'", Code.INTERNAL
+                )
             value = doc[key]
             if type(value) is not int or not 0 <= value < 2**64:
-                raise CoreError("attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL)
+                raise CoreError(
+                    "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
+                )
         try:
             raw = base64.b64decode(handle["b64"], validate=True)
         except (binascii.Error, ValueError):
@@ -412,7 +601,9 @@ class HttpFrontend:
 
     # ------------------------------------------------------------------ inference
 
-    async def _infer(self, scope: Scope, receive: Receive, send: Send, name: str, version: str) -> None:
+    async def _infer(
+        self, scope: Scope, receive: Receive, send: Send, name: str, version: str
+    ) -> None:
         repo = self.core.repository
         try:
             if version:
@@ -424,7 +615,10 @@ class HttpFrontend:
         if model.decoupled:
             await send_error(
                 send,
-                CoreError("HTTP end point doesn't support models with decoupled transaction policy", Code.UNSUPPORTED),
+                CoreError(
+                    "HTTP end point doesn't support models with decoupled transaction policy",
+                    Code.UNSUPPORTED,
+                ),
                 TEXT,
             )
             return
@@ -460,7 +654,8 @@ class HttpFrontend:
         else:
             header_len = _atoi(ihcl_raw)
             if header_len < 0 or header_len > total:
-                msg = f"inference header size should be in range (0, {total}), got: {ihcl_raw.decode('latin-1')}"
+                got = ihcl_raw.decode("latin-1")
+                msg = f"inference header size should be in range (0, {total}), got: {got}"
                 await send_error(send, CoreError(msg), TEXT)
                 return
         parsed = parse_infer_request(body, header_len, model, self.core.shm)
@@ -500,5 +695,9 @@ class HttpFrontend:
         for i, blob in enumerate(blobs):
             await send({"type": "http.response.body", "body": blob, "more_body": i != last})
 
-    async def _generate(self, scope: Scope, receive: Receive, send: Send, name: str, version: str, action: str) -> None:
-        await handle_generate(self.core, scope, receive, send, name, version, action == "generate_stream")
+    async def _generate(
+        self, scope: Scope, receive: Receive, send: Send, name: str, version: str, action: str
+    ) -> None:
+        await handle_generate(
+            self.core, scope, receive, send, name, version, action == "generate_stream"
+        )

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
-
 from .. import _json
 from ..core._core import ServerCore
 from ..core._errors import Code, CoreError
@@ -23,7 +21,9 @@ def _derive_shape(dims: list[int], n: int, name: str) -> list[int]:
     for d in reversed(dims):
         if d != -1:
             if d == 0 or rem % d:
-                raise CoreError(f"The schema can not convert input '{name}' to tensor with proper shape")
+                raise CoreError(
+                    f"The schema can not convert input '{name}' to tensor with proper shape"
+                )
             rem //= d
     variable = [i for i, d in enumerate(dims) if d == -1]
     for i in variable:
@@ -50,7 +50,13 @@ def _scalar_or_list(out: OutputTensor) -> str:
 
 
 async def handle_generate(
-    core: ServerCore, scope: Scope, receive: Receive, send: Send, name: str, version: str, stream: bool
+    core: ServerCore,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    name: str,
+    version: str,
+    stream: bool,
 ) -> None:
     try:
         if version:
@@ -68,29 +74,38 @@ async def handle_generate(
 
         wires = {i.name: wire_datatype(i.data_type) for i in model.config.input}
         if not isinstance(doc, dict):
-            raise CoreError("Expected JSON object for request body: attempt to access JSON non-object as object", Code.INTERNAL)
+            raise CoreError(
+                "Expected JSON object for request body: attempt to access JSON "
+                "non-object as object",
+                Code.INTERNAL,
+            )
 
         def put(key: str, value: Any, prefix: str) -> None:
             if key in dims:
                 if key in req.inputs:
-                    raise CoreError(f"{prefix}[request id: <id_unknown>] input '{key}' already exists in request")
+                    raise CoreError(
+                        f"{prefix}[request id: <id_unknown>] input '{key}' already "
+                        "exists in request"
+                    )
                 values = value if isinstance(value, list) else [value]
                 shape = _derive_shape(dims[key], len(values), key)
                 wire = wires[key]
                 if wire in ("FP16", "BF16"):
                     raise CoreError(
-                        f"{prefix}receiving {wire} data via JSON is not supported. Please use the binary data format for input {key}"
+                        f"{prefix}receiving {wire} data via JSON is not supported. "
+                        f"Please use the binary data format for input {key}"
                     )
                 arr = _json_data(values, wire, key, len(values))
                 req.inputs[key] = InputTensor(key, wire, shape, array=arr.reshape(shape))
                 return
-            if isinstance(value, bool) or isinstance(value, str) or isinstance(value, float):
+            if isinstance(value, (bool, str, float)):
                 req.parameters[key] = value
             elif type(value) is int:
                 req.parameters[key] = value if -(2**63) <= value < 2**63 else float(value)
             else:
                 raise CoreError(
-                    f"{prefix}parameter '{key}' has invalid type. It should be either 'int', 'bool', or 'string'."
+                    f"{prefix}parameter '{key}' has invalid type. It should be either "
+                    "'int', 'bool', or 'string'."
                 )
             if key == "id" and isinstance(value, str):
                 req.id = value
@@ -98,10 +113,13 @@ async def handle_generate(
         for key, value in doc.items():
             if key == "parameters":
                 if "parameters" in dims:
-                    raise CoreError("Keyword 'parameters' for nested schema also given as input tensor name")
+                    raise CoreError(
+                        "Keyword 'parameters' for nested schema also given as input tensor name"
+                    )
                 if not isinstance(value, dict):
                     raise CoreError(
-                        "Expected JSON object for keyword: 'parameters': attempt to access JSON non-object as object",
+                        "Expected JSON object for keyword: 'parameters': attempt to "
+                        "access JSON non-object as object",
                         Code.INTERNAL,
                     )
                 for k2, v2 in value.items():
@@ -114,8 +132,9 @@ async def handle_generate(
         return
     response = await model.infer(req)
     content_type = b"text/event-stream; charset=utf-8" if stream else b"application/json"
-    await send({"type": "http.response.start", "status": 400 if response.error else 200,
-                "headers": [(b"content-type", content_type), (b"transfer-encoding", b"chunked")]})  # fmt: skip
+    headers = [(b"content-type", content_type), (b"transfer-encoding", b"chunked")]
+    status = 400 if response.error else 200
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     if response.error is not None:
         body = error_body(response.error.message)
     else:
@@ -141,5 +160,3 @@ async def handle_generate(
         body = b"data: " + body + b"\n\n"
     await send({"type": "http.response.body", "body": body, "more_body": True})
     await send({"type": "http.response.body", "body": b""})
-
-

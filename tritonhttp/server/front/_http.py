@@ -102,7 +102,9 @@ async def send_response(
     if not length_first:
         out.append(length)
     await send({"type": "http.response.start", "status": status, "headers": out})
-    await send({"type": "http.response.body", "body": bytes(body) if not isinstance(body, bytes) else body})
+    await send(
+        {"type": "http.response.body", "body": bytes(body) if not isinstance(body, bytes) else body}
+    )
 
 
 async def send_error(

@@ -317,7 +317,7 @@ def _parse_input(
             raise _err500(f"Unable to parse 'shared_memory_region': {_NOT_STR}")
         offset = _uint(params.get("shared_memory_offset", 0), "shared_memory_offset")
         size = _uint(params.get("shared_memory_byte_size", 0), "shared_memory_byte_size")
-        region, data = shm.lookup(region_name, offset, size)
+        _region, data = shm.lookup(region_name, offset, size)
         tensor.raw = memoryview(bytearray(data))  # the model gets its own copy
     elif source == "binary_data_size":
         _uint(params["binary_data_size"], "binary_data_size")
@@ -385,10 +385,7 @@ def _classify(out: OutputTensor, k: int, labels: list[str] | None, batching: boo
             f"class result not available for output due to unsupported type '{out.datatype}'"
         )
     arr = out.array
-    if batching and arr.ndim >= 1:
-        rows = arr.reshape(arr.shape[0], -1)
-    else:
-        rows = arr.reshape(1, -1)
+    rows = arr.reshape(arr.shape[0], -1) if batching and arr.ndim >= 1 else arr.reshape(1, -1)
     kk = min(k, rows.shape[1])
     results: list[bytes] = []
     for row in rows:
@@ -408,7 +405,10 @@ def _json_values(out: OutputTensor) -> bytes:
     arr = out.array
     wire = out.datatype
     if wire == "BYTES":
-        return b",".join(_json.escape_bytes(x if isinstance(x, bytes) else bytes(x)) for x in arr.reshape(-1).tolist())
+        return b",".join(
+            _json.escape_bytes(x if isinstance(x, bytes) else bytes(x))
+            for x in arr.reshape(-1).tolist()
+        )
     if wire in ("FP32", "FP64"):
         return _json.format_doubles(arr).encode()
     if wire == "BOOL":
@@ -418,13 +418,15 @@ def _json_values(out: OutputTensor) -> bytes:
 
 def _binary(out: OutputTensor) -> bytes | memoryview:
     if out.datatype == "BYTES":
-        return pack_items([x if isinstance(x, bytes) else bytes(x) for x in out.array.reshape(-1).tolist()])
+        return pack_items(
+            [x if isinstance(x, bytes) else bytes(x) for x in out.array.reshape(-1).tolist()]
+        )
     arr = out.array
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
-    return memoryview(arr.reshape(-1).view(np.uint8)) if arr.size else b""
+    return memoryview(arr.reshape(-1).view(np.uint8)) if arr.size else b""  # type: ignore[arg-type]
 
 
 def encode_response(
@@ -509,8 +511,5 @@ def pick_encoding(header: bytes | None) -> str | None:
 
 
 def compress(data: bytes, coding: str) -> bytes:
-    if coding == "gzip":
-        c = zlib.compressobj(wbits=31)
-    else:
-        c = zlib.compressobj()
+    c = zlib.compressobj(wbits=31) if coding == "gzip" else zlib.compressobj()
     return c.compress(data) + c.flush()

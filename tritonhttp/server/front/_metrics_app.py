@@ -27,7 +27,9 @@ class MetricsApp:
         if scope["type"] != "http":
             return
         if scope["method"] != "GET":
-            await send_response(send, 405, b'{"error":"Method Not Allowed"}', TEXT, length_first=True)
+            await send_response(
+                send, 405, b'{"error":"Method Not Allowed"}', TEXT, length_first=True
+            )
             return
         if scope["path"] in ("/metrics", "/metrics/"):
             assert self.core.registry is not None

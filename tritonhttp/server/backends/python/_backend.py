@@ -10,7 +10,7 @@ from google.protobuf import json_format
 from ...core._backend_api import LoadContext
 from ...core._config import config_to_json
 from ...core._errors import Code, CoreError
-from ...core.model_config_pb2 import ModelConfig, ModelInput, ModelOutput
+from ...core.model_config_pb2 import ModelConfig
 from . import _pb_utils as pb
 from ._instance import InProcessInstance
 from ._loader import format_exception, import_model_module
@@ -24,12 +24,13 @@ _KIND_NAMES = {0: "AUTO", 1: "GPU", 2: "CPU", 3: "MODEL"}
 def _model_file(ctx: LoadContext, config: ModelConfig) -> str:
     filename = config.default_model_filename or "model.py"
     if not filename.endswith(".py"):
-        raise CoreError(f'Model name must end with \'.py\'. Model name is "{filename}".', Code.INTERNAL)
+        raise CoreError(
+            f"Model name must end with '.py'. Model name is \"{filename}\".", Code.INTERNAL
+        )
     path = ctx.version_dir / filename
     if not path.is_file():
         raise CoreError(
-            "Failed to preinitialize Python stub: Python model file not found in "
-            f"'{path}'",
+            f"Failed to preinitialize Python stub: Python model file not found in '{path}'",
             Code.INTERNAL,
         )
     return filename
@@ -63,7 +64,9 @@ class PythonBackend:
         filename = _model_file(ctx, config)
         return await asyncio.to_thread(self._auto_complete_sync, ctx, config, filename)
 
-    def _auto_complete_sync(self, ctx: LoadContext, config: ModelConfig, filename: str) -> ModelConfig:
+    def _auto_complete_sync(
+        self, ctx: LoadContext, config: ModelConfig, filename: str
+    ) -> ModelConfig:
         cls = _import(ctx, filename)
         hook = getattr(cls, "auto_complete_config", None)
         if hook is None:
@@ -139,16 +142,14 @@ def _merge(config: ModelConfig, completed: dict[str, Any]) -> ModelConfig:
     try:
         if "max_batch_size" in completed:
             merged.max_batch_size = int(completed["max_batch_size"])
-        for key, field, cls in (
-            ("input", merged.input, ModelInput),
-            ("output", merged.output, ModelOutput),
-        ):
-            if key in completed:
-                del field[:]
-                for item in completed[key]:
-                    msg = cls()
-                    json_format.ParseDict(item, msg)
-                    field.append(msg)
+        if "input" in completed:
+            del merged.input[:]
+            for item in completed["input"]:
+                json_format.ParseDict(item, merged.input.add())
+        if "output" in completed:
+            del merged.output[:]
+            for item in completed["output"]:
+                json_format.ParseDict(item, merged.output.add())
         if config.WhichOneof("scheduling_choice") is None:
             for key in ("dynamic_batching", "sequence_batching"):
                 if key in completed:
@@ -161,5 +162,3 @@ def _merge(config: ModelConfig, completed: dict[str, Any]) -> ModelConfig:
     except (json_format.ParseError, TypeError, ValueError) as e:
         raise CoreError(f"auto-complete produced an invalid config: {e}", Code.INTERNAL) from None
     return merged
-
-

@@ -13,7 +13,7 @@ import numpy as np
 
 from ....utils._dtypes import BF16
 
-__all__ = ["capsule_of", "array_from_dlpack"]
+__all__ = ["array_from_dlpack", "capsule_of"]
 
 _KDL_UINT = 1
 _KDL_BFLOAT = 4
@@ -82,5 +82,5 @@ def array_from_dlpack(capsule: object) -> np.ndarray[Any, Any]:
     bf16 = tensor.dtype.code == _KDL_BFLOAT and tensor.dtype.bits == 16
     if bf16:
         tensor.dtype.code = _KDL_UINT
-    array = np.from_dlpack(_Holder(capsule))
+    array = np.from_dlpack(_Holder(capsule))  # type: ignore[arg-type]
     return array.view(BF16) if bf16 else array

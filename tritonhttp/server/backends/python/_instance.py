@@ -122,7 +122,7 @@ class InProcessInstance:
         n = len(requests)
         if result is None:
             if all(box for box in finals):
-                return [self._convert(box[0], r) for box, r in zip(finals, requests)]
+                return [self._convert(box[0], r) for box, r in zip(finals, requests, strict=False)]
             result = [None] * n if all(s._was_used() for s in senders) else result
         if not isinstance(result, list):
             return self._with_answered(
@@ -166,9 +166,7 @@ class InProcessInstance:
                 )
             if finals[i]:
                 return self._with_answered(
-                    self._fail_all(
-                        n, "Unable to send response. Response sender has been closed."
-                    ),
+                    self._fail_all(n, "Unable to send response. Response sender has been closed."),
                     finals,
                     requests,
                 )
@@ -185,14 +183,14 @@ class InProcessInstance:
 
     # ------------------------------------------------------------------ conversions
 
-    def _pb_request(self, req: InferRequest, sender: pb.InferenceResponseSender) -> pb.InferenceRequest:
+    def _pb_request(
+        self, req: InferRequest, sender: pb.InferenceResponseSender
+    ) -> pb.InferenceRequest:
         inputs = [
             pb.Tensor._from_server(t.name, t.datatype, t.array)  # type: ignore[arg-type]
             for t in req.inputs.values()
         ]
-        requested = (
-            set(req.requested_outputs) if req.requested_outputs else set(self._output_names)
-        )
+        requested = set(req.requested_outputs) if req.requested_outputs else set(self._output_names)
         params = _json.dumps(req.parameters).decode("utf-8") if req.parameters else "{}"
         return pb.InferenceRequest._from_server(
             req.id,

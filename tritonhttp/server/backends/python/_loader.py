@@ -8,6 +8,7 @@ are taken out of ``sys.modules`` again afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 import threading
@@ -56,14 +57,14 @@ def import_model_module(model_dir: Path, version: int, filename: str) -> types.M
             spec.loader.exec_module(module)
             return module
         finally:
-            for k in [k for k in sys.modules if k == package_name or k.startswith(package_name + ".")]:
+            for k in [
+                k for k in sys.modules if k == package_name or k.startswith(package_name + ".")
+            ]:
                 del sys.modules[k]
             sys.modules.update(saved)
             for p in added:
-                try:
+                with contextlib.suppress(ValueError):
                     sys.path.remove(p)
-                except ValueError:
-                    pass
 
 
 _SERVER_DIR = str(Path(__file__).resolve().parents[2])
@@ -83,7 +84,7 @@ def format_exception(exc: BaseException, skip: int = 0) -> str:
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, SyntaxError):
         return text
-    frames = traceback.extract_tb(exc.__traceback__)
+    frames = list(traceback.extract_tb(exc.__traceback__))
     while frames and _is_server_frame(frames[0].filename):
         frames.pop(0)
     frames = frames[skip:]

@@ -137,8 +137,7 @@ def serialize_byte_tensor(input_tensor: np.ndarray[Any, Any]) -> Any:
     if input_tensor.dtype != np.object_ and input_tensor.dtype.type != np.bytes_:
         return None
     parts: list[bytes] = []
-    for obj in np.nditer(input_tensor, flags=["refs_ok"], order="C"):
-        item = obj.item()
+    for item in input_tensor.reshape(-1).tolist():
         s = item if isinstance(item, bytes) else str(item).encode("utf-8")
         parts.append(struct.pack("<I", len(s)))
         parts.append(s)
@@ -202,7 +201,7 @@ def using_decoupled_model_transaction_policy(model_config: dict[str, Any]) -> bo
 # ----------------------------------------------------------------------------- errors
 
 
-class TritonModelException(Exception):  # noqa: N818 (Triton's name)
+class TritonModelException(Exception):
     """Raised by the pb_utils API when a call is invalid."""
 
 
@@ -239,7 +238,9 @@ class TritonError:
         if not isinstance(message, str):
             raise TypeError("__init__(): incompatible constructor arguments: message must be str")
         if not isinstance(code, _ErrorCode):
-            raise TypeError("__init__(): incompatible constructor arguments: code must be an ErrorCode")
+            raise TypeError(
+                "__init__(): incompatible constructor arguments: code must be an ErrorCode"
+            )
         self._message = message
         self._code = code
 
@@ -418,7 +419,9 @@ class InferenceResponse:
                 "List[Tensor] = [], error: TritonError = None)"
             )
         if error is not None and not isinstance(error, TritonError):
-            raise TypeError("__init__(): incompatible constructor arguments: error must be a TritonError")
+            raise TypeError(
+                "__init__(): incompatible constructor arguments: error must be a TritonError"
+            )
         for t in output_tensors:
             if not isinstance(t, Tensor):
                 raise TritonModelException("Output tensor should not be empty.")
@@ -453,8 +456,7 @@ class InferenceResponseSender:
             raise TritonModelException("Unable to send response. Unsupported flag provided.")
         if flags == 0 and response is None:
             raise TritonModelException(
-                "Inference Response object must be provided when the response flags is set "
-                "to zero."
+                "Inference Response object must be provided when the response flags is set to zero."
             )
         if self._decoupled is None:
             raise TritonModelException(
@@ -578,8 +580,7 @@ class InferenceRequest:
                     )
                 if not isinstance(v, (bool, int, str)):
                     raise TritonModelException(
-                        "Expect parameters values to have type bool/int/str, found type "
-                        f"{type(v)}"
+                        f"Expect parameters values to have type bool/int/str, found type {type(v)}"
                     )
             params_text = json.dumps(parameters)
         else:
@@ -802,7 +803,7 @@ class ModelConfig:
             return
         entries.append(tensor)
 
-    def add_input(self, input: dict[str, Any]) -> None:  # noqa: A002 (Triton's name)
+    def add_input(self, input: dict[str, Any]) -> None:
         self._add_tensor("input", input, ("name", "data_type", "dims", "optional"))
 
     def add_output(self, output: dict[str, Any]) -> None:
