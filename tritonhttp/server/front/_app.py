@@ -660,21 +660,28 @@ class HttpFrontend:
                 return
         parsed = parse_infer_request(body, header_len, model, self.core.shm)
         request = parsed.request
-        if self.forward is not None:
-            for k, v in headers:
-                key = k.decode("latin-1")
-                if self.forward.search(key):
-                    request.parameters[key] = v.decode("latin-1")
-        model.admit(request)
-        response = await model.infer(request)
-        if response.error is not None:
-            await send_error(send, response.error, TEXT)
-            return
+        regions = request.regions
+        for region in regions:
+            region.users += 1
         try:
-            header, blobs = encode_response(parsed, response, model)
-        except CoreError as e:
-            await send_error(send, e, TEXT)
-            return
+            if self.forward is not None:
+                for k, v in headers:
+                    key = k.decode("latin-1")
+                    if self.forward.search(key):
+                        request.parameters[key] = v.decode("latin-1")
+            model.admit(request)
+            response = await model.infer(request)
+            if response.error is not None:
+                await send_error(send, response.error, TEXT)
+                return
+            try:
+                header, blobs = encode_response(parsed, response, model)
+            except CoreError as e:
+                await send_error(send, e, TEXT)
+                return
+        finally:
+            for region in regions:
+                region.users -= 1
         out_headers: list[tuple[bytes, bytes]] = [(b"content-type", JSON)]
         if blobs:
             out_headers[0] = (b"content-type", b"application/octet-stream")

@@ -317,8 +317,9 @@ def _parse_input(
             raise _err500(f"Unable to parse 'shared_memory_region': {_NOT_STR}")
         offset = _uint(params.get("shared_memory_offset", 0), "shared_memory_offset")
         size = _uint(params.get("shared_memory_byte_size", 0), "shared_memory_byte_size")
-        _region, data = shm.lookup(region_name, offset, size)
+        region, data = shm.lookup(region_name, offset, size)
         tensor.raw = memoryview(bytearray(data))  # the model gets its own copy
+        req.regions.append(region)
     elif source == "binary_data_size":
         _uint(params["binary_data_size"], "binary_data_size")
     else:
@@ -365,6 +366,7 @@ def _parse_output(item: Any, shm: SharedMemoryRegistry, req: InferRequest) -> Ou
         offset = _uint(params.get("shared_memory_offset", 0), "shared_memory_offset")
         size = _uint(params.get("shared_memory_byte_size", 0), "shared_memory_byte_size")
         spec.region, spec.view = shm.lookup(region_name, offset, size)
+        req.regions.append(spec.region)
     return spec
 
 
