@@ -53,7 +53,9 @@ def _shm_in(name: str, region: str, offset: int, size: int | None) -> dict[str, 
     return {"name": name, "datatype": "FP32", "shape": [4], "parameters": params}
 
 
-def _infer(inputs: list[dict[str, Any]], outputs: list[dict[str, Any]] | None = None) -> tuple[str, str, str, dict[str, str]]:
+def _infer(
+    inputs: list[dict[str, Any]], outputs: list[dict[str, Any]] | None = None
+) -> tuple[str, str, str, dict[str, str]]:
     doc: dict[str, Any] = {"inputs": inputs}
     if outputs is not None:
         doc["outputs"] = outputs
@@ -62,7 +64,10 @@ def _infer(inputs: list[dict[str, Any]], outputs: list[dict[str, Any]] | None = 
 
 def _script(tag: str) -> list[tuple[str, str, str, dict[str, str]]]:
     good_inputs = [_shm_in("INPUT0", "in0", 0, 16), _shm_in("INPUT1", "in0", 16, 16)]
-    out0 = {"name": "OUTPUT0", "parameters": {"shared_memory_region": "out0", "shared_memory_byte_size": 16}}
+    out0 = {
+        "name": "OUTPUT0",
+        "parameters": {"shared_memory_region": "out0", "shared_memory_byte_size": 16},
+    }
     return [
         ("GET", "/v2/systemsharedmemory/status", "", {}),
         _reg("in0", f"/th_in_{tag}", 64),
@@ -77,13 +82,26 @@ def _script(tag: str) -> list[tuple[str, str, str, dict[str, str]]]:
         ("GET", "/v2/cudasharedmemory/region/in0/status", "", {}),
         _infer(good_inputs),
         _infer(good_inputs, [out0, {"name": "OUTPUT1", "parameters": {"binary_data": True}}]),
-        _infer(good_inputs, [{"name": "OUTPUT0", "parameters": {"shared_memory_region": "out0", "shared_memory_byte_size": 8}}]),
+        _infer(
+            good_inputs,
+            [
+                {
+                    "name": "OUTPUT0",
+                    "parameters": {"shared_memory_region": "out0", "shared_memory_byte_size": 8},
+                }
+            ],
+        ),
         _infer([_shm_in("INPUT0", "in0", 64, 16), good_inputs[1]]),
         _infer([_shm_in("INPUT0", "in0", 56, 16), good_inputs[1]]),
         _infer([_shm_in("INPUT0", "in0", 0, None), good_inputs[1]]),
         _infer([_shm_in("INPUT0", "in0", 0, 32), good_inputs[1]]),
         _infer([_shm_in("INPUT0", "nope", 0, 16), good_inputs[1]]),
-        _infer([good_inputs[0], {"name": "INPUT1", "datatype": "FP32", "shape": [4], "data": [1, 1, 1, 1]}]),
+        _infer(
+            [
+                good_inputs[0],
+                {"name": "INPUT1", "datatype": "FP32", "shape": [4], "data": [1, 1, 1, 1]},
+            ]
+        ),
         ("POST", "/v2/systemsharedmemory/region/in0/unregister", "", {}),
         ("GET", "/v2/systemsharedmemory/region/in0/status", "", {}),
         ("POST", "/v2/systemsharedmemory/unregister", "", {}),
@@ -105,7 +123,9 @@ def test_shm_script(real_triton: Any, bundled_server: Any, regions: dict[str, An
         o = exchange(bundled_server.url, method, path, body, headers)
         our_out = shm.get_contents_as_numpy(regions["out"], np.float32, [16]).copy()
         if not _same(o, r):
-            problems.append(f"#{i} {path} {body[:150]}\n  ours {o.status} {o.body[:300]!r}\n  real {r.status} {r.body[:300]!r}")
+            problems.append(
+                f"#{i} {path} {body[:150]}\n  ours {o.status} {o.body[:300]!r}\n  real {r.status} {r.body[:300]!r}"
+            )
         if not np.array_equal(real_out, our_out):
             problems.append(f"#{i} output region differs: {our_out} vs {real_out}")
     assert not problems, "\n".join(problems)
@@ -114,15 +134,25 @@ def test_shm_script(real_triton: Any, bundled_server: Any, regions: dict[str, An
     exchange(bundled_server.url, *_reg("out0", f"/th_out_{regions['tag']}", 64)[:3])
     try:
         good = [_shm_in("INPUT0", "in0", 0, 16), _shm_in("INPUT1", "in0", 16, 16)]
-        out0 = {"name": "OUTPUT0", "parameters": {"shared_memory_region": "out0", "shared_memory_byte_size": 16}}
+        out0 = {
+            "name": "OUTPUT0",
+            "parameters": {"shared_memory_region": "out0", "shared_memory_byte_size": 16},
+        }
         reply = exchange(bundled_server.url, *_infer(good, [out0])[:3])
         assert reply.status == 200
-        assert shm.get_contents_as_numpy(regions["out"], np.float32, [4]).tolist() == [11, 22, 33, 44]
+        assert shm.get_contents_as_numpy(regions["out"], np.float32, [4]).tolist() == [
+            11,
+            22,
+            33,
+            44,
+        ]
     finally:
         exchange(bundled_server.url, "POST", "/v2/systemsharedmemory/unregister")
 
 
-def test_unregister_while_in_use(real_triton: Any, bundled_server: Any, regions: dict[str, Any]) -> None:
+def test_unregister_while_in_use(
+    real_triton: Any, bundled_server: Any, regions: dict[str, Any]
+) -> None:
     key = f"/th_dl_{regions['tag']}"
     body = j({"inputs": [{"name": "DELAY_MS", "datatype": "INT32", "shape": [1], "parameters": {
         "shared_memory_region": "qin", "shared_memory_byte_size": 4}}]})  # fmt: skip
@@ -130,7 +160,11 @@ def test_unregister_while_in_use(real_triton: Any, bundled_server: Any, regions:
     for server in (real_triton, bundled_server):
         assert exchange(server.url, *_reg("qin", key, 4096)[:3]).status == 200
         done: list[Reply] = []
-        t = threading.Thread(target=lambda s=server: done.append(exchange(s.url, "POST", "/v2/models/slow_model/infer", body)))
+        t = threading.Thread(
+            target=lambda s=server: done.append(
+                exchange(s.url, "POST", "/v2/models/slow_model/infer", body)
+            )
+        )
         t.start()
         time.sleep(0.3)
         single = exchange(server.url, "POST", "/v2/systemsharedmemory/region/qin/unregister")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ._types import InferRequest, InferResponse
+from ._types import ExecutionTimes, InferRequest, InferResponse
 from .model_config_pb2 import ModelConfig
 
 __all__ = ["Backend", "LoadContext", "ModelInstance"]
@@ -38,8 +38,13 @@ class ModelInstance(Protocol):
 
     name: str
 
-    async def execute(self, requests: list[InferRequest]) -> list[InferResponse]:
-        """One response per request, in order (errors as responses, never raised)."""
+    async def execute(
+        self, requests: list[InferRequest], times: ExecutionTimes
+    ) -> list[InferResponse]:
+        """One response per request, in order (errors as responses, never raised).
+
+        ``times`` is filled with the time spent on inputs, in the model and on outputs.
+        """
         ...
 
     async def finalize(self) -> None:

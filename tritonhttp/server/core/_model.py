@@ -17,7 +17,7 @@ from ._backend_api import ModelInstance
 from ._config import wire_datatype
 from ._errors import Code, CoreError
 from ._stats import ModelStats
-from ._types import InferRequest, InferResponse, InputTensor
+from ._types import ExecutionTimes, InferRequest, InferResponse, InputTensor
 from .model_config_pb2 import ModelConfig, ModelSequenceBatching
 
 __all__ = ["ModelVersion"]
@@ -395,11 +395,15 @@ class ModelVersion:
         self, inst: ModelInstance, requests: list[InferRequest]
     ) -> list[InferResponse]:
         t0 = time.monotonic_ns()
-        responses = await inst.execute(requests)
+        times = ExecutionTimes()
+        responses = await inst.execute(requests, times)
         t1 = time.monotonic_ns()
         batch = sum(r.batch_size for r in requests)
         stats = self.stats
-        stats.record_execution(batch, len(requests), 0, t1 - t0, 0)
+        failed = all(resp.failed for resp in responses)
+        stats.record_execution(
+            batch, len(requests), times.input_ns, times.infer_ns, times.output_ns, failed
+        )
         for r, resp in zip(requests, responses, strict=False):
             stats.record_request(not resp.failed, t1 - r.start_ns, t0 - r.start_ns)
         return responses

@@ -111,6 +111,8 @@ class TraceSettings:
                         f"Unable to parse '{key}', value is out of range [ -1, "
                         f"2147483647 ], got: {value}"
                     )
+            elif -(2**32) <= number < 0:
+                number %= 2**32  # read as an unsigned 32-bit value, as Triton does
             elif not 0 <= number <= 4294967295:
                 raise CoreError(
                     f"Unable to parse '{key}', value is out of range [ 0, 4294967295 "
@@ -169,7 +171,7 @@ class LogSettings:
 
     def update(self, body: Any) -> None:
         if not isinstance(body, dict):
-            raise CoreError("attempt to get members for non-object", Code.INTERNAL)
+            return  # Triton looks up each key and finds none in a non-object
         try:
             if body.get("log_file") is not None:
                 raise CoreError(

@@ -23,19 +23,27 @@ class ModelStats:
         self.batches: dict[int, list[int]] = {}
 
     def record_execution(
-        self, batch_size: int, requests: int, input_ns: int, infer_ns: int, output_ns: int
+        self,
+        batch_size: int,
+        requests: int,
+        input_ns: int,
+        infer_ns: int,
+        output_ns: int,
+        failed: bool = False,
     ) -> None:
+        """One ``execute``; a failed one shows only in the execution and batch counts."""
         self.execution_count += 1
-        self.inference_count += batch_size
-        self.last_inference = time.time_ns() // 1_000_000
-        st = self.stages
-        for key, ns in (
-            ("compute_input", input_ns),
-            ("compute_infer", infer_ns),
-            ("compute_output", output_ns),
-        ):
-            st[key][0] += requests
-            st[key][1] += ns
+        if not failed:
+            self.inference_count += batch_size
+            self.last_inference = time.time_ns() // 1_000_000
+            st = self.stages
+            for key, ns in (
+                ("compute_input", input_ns),
+                ("compute_infer", infer_ns),
+                ("compute_output", output_ns),
+            ):
+                st[key][0] += requests
+                st[key][1] += ns
         b = self.batches.setdefault(batch_size, [0, 0, 0, 0, 0, 0])
         b[0] += 1
         b[1] += input_ns

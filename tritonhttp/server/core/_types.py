@@ -9,7 +9,14 @@ import numpy as np
 
 from ._errors import CoreError
 
-__all__ = ["InferRequest", "InferResponse", "InputTensor", "OutputTensor", "ParamValue"]
+__all__ = [
+    "ExecutionTimes",
+    "InferRequest",
+    "InferResponse",
+    "InputTensor",
+    "OutputTensor",
+    "ParamValue",
+]
 
 ParamValue = str | int | bool | float
 
@@ -75,3 +82,12 @@ class InferResponse:
     parameters: dict[str, ParamValue] | None = None
     #: the backend failed (exception, bad return): counted as a failure in statistics
     failed: bool = False
+
+
+@dataclass(slots=True)
+class ExecutionTimes:
+    """Nanoseconds one ``execute`` spent preparing inputs, in the model, and on outputs."""
+
+    input_ns: int = 0
+    infer_ns: int = 0
+    output_ns: int = 0

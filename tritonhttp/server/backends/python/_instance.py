@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from ... import _json
 from ...core._errors import Code, CoreError
-from ...core._types import InferRequest, InferResponse, OutputTensor
+from ...core._types import ExecutionTimes, InferRequest, InferResponse, OutputTensor
 from . import _pb_utils as pb
 from ._loader import format_exception
 from ._runner import InstanceRunner
@@ -80,7 +81,10 @@ class InProcessInstance:
         )
         return [InferResponse(error=err, failed=True) for _ in range(n)]
 
-    async def execute(self, requests: list[InferRequest]) -> list[InferResponse]:
+    async def execute(
+        self, requests: list[InferRequest], times: ExecutionTimes
+    ) -> list[InferResponse]:
+        t0 = time.monotonic_ns()
         n = len(requests)
         if self._decoupled:
             return self._fail_all(
@@ -99,10 +103,13 @@ class InProcessInstance:
             senders.append(sender)
             finals.append(box)
             pb_requests.append(self._pb_request(req, sender))
+        t1 = time.monotonic_ns()
+        times.input_ns = t1 - t0
         try:
             result = await self._runner.run(self._call, pb_requests)
         except BaseException as e:  # the model's exception, whatever it is
-            if isinstance(e, (KeyboardInterrupt, SystemExit)) and not isinstance(e, SystemExit):
+            times.infer_ns = time.monotonic_ns() - t1
+            if isinstance(e, (KeyboardInterrupt, asyncio.CancelledError)):
                 raise
             text = format_exception(e)
             out = self._fail_all(n, text)
@@ -110,7 +117,11 @@ class InProcessInstance:
                 if box:
                     out[i] = self._convert(box[0], requests[i])
             return out
-        return self._collect(result, requests, senders, finals)
+        t2 = time.monotonic_ns()
+        times.infer_ns = t2 - t1
+        out = self._collect(result, requests, senders, finals)
+        times.output_ns = time.monotonic_ns() - t2
+        return out
 
     def _collect(
         self,
