@@ -124,7 +124,8 @@ def test_shm_script(real_triton: Any, bundled_server: Any, regions: dict[str, An
         our_out = shm.get_contents_as_numpy(regions["out"], np.float32, [16]).copy()
         if not _same(o, r):
             problems.append(
-                f"#{i} {path} {body[:150]}\n  ours {o.status} {o.body[:300]!r}\n  real {r.status} {r.body[:300]!r}"
+                f"#{i} {path} {body[:150]}\n  ours {o.status} {o.body[:300]!r}"
+                f"\n  real {r.status} {r.body[:300]!r}"
             )
         if not np.array_equal(real_out, our_out):
             problems.append(f"#{i} output region differs: {our_out} vs {real_out}")
@@ -161,7 +162,7 @@ def test_unregister_while_in_use(
         assert exchange(server.url, *_reg("qin", key, 4096)[:3]).status == 200
         done: list[Reply] = []
         t = threading.Thread(
-            target=lambda s=server: done.append(
+            target=lambda s=server, d=done: d.append(
                 exchange(s.url, "POST", "/v2/models/slow_model/infer", body)
             )
         )

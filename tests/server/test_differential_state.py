@@ -163,7 +163,8 @@ def test_trace_settings(real_triton_factory: Any, bundled_server_factory: Any) -
         o = exchange(ours.url, method, path, body)
         if (o.status, o.content_type, o.body) != (r.status, r.content_type, r.body):
             problems.append(
-                f"{method} {path} {body}\n  ours {o.status} {o.body!r}\n  real {r.status} {r.body!r}"
+                f"{method} {path} {body}\n  ours {o.status} {o.body!r}"
+                f"\n  real {r.status} {r.body!r}"
             )
     assert not problems, "\n".join(problems)
 
@@ -239,6 +240,7 @@ def test_restricted_apis_and_header_forwarding(
         o = exchange(ours.url, method, path, body, headers)
         if (o.status, o.content_type, o.body) != (r.status, r.content_type, r.body):
             problems.append(
-                f"{method} {path} {headers}\n  ours {o.status} {o.content_type} {o.body[:400]!r}\n  real {r.status} {r.content_type} {r.body[:400]!r}"
+                f"{method} {path} {headers}\n  ours {o.status} {o.content_type} {o.body[:400]!r}"
+                f"\n  real {r.status} {r.content_type} {r.body[:400]!r}"
             )
     assert not problems, "\n".join(problems)

@@ -138,7 +138,7 @@ class MetricsCollector(Collector):
             (
                 "nv_pinned_memory_pool_total_bytes",
                 "Pinned memory pool total memory size, in bytes",
-                268435456,
+                0,
             ),
             (
                 "nv_pinned_memory_pool_used_bytes",
