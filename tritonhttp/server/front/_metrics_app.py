@@ -36,4 +36,4 @@ class MetricsApp:
             body = render(self.core.registry)
             await send_response(send, 200, body, b"text/plain; charset=utf-8")
             return
-        await send_response(send, 200, b"", None)
+        await send_response(send, 200, b"", b"text/plain; charset=utf-8")
