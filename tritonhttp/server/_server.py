@@ -108,8 +108,11 @@ class Server:
         assert self._stop is not None
         self._stop.set()
 
-    async def start(self) -> None:
-        """Load the startup models and open the HTTP (and metrics) ports."""
+    async def load_models(self) -> None:
+        """Load the startup models (what :meth:`start` does before opening ports).
+
+        Enough for driving :attr:`http` in-process, e.g. with ``httpx.ASGITransport``.
+        """
         o = self.options
         self._install_pb_hooks()
         failed = await self.repository.load_startup(o.load_models)
@@ -117,6 +120,11 @@ class Server:
         if failed and o.exit_on_error:
             await self.repository.shutdown()
             raise StartupError("error: creating server: Internal - failed to load all models")
+
+    async def start(self) -> None:
+        """Load the startup models and open the HTTP (and metrics) ports."""
+        o = self.options
+        await self.load_models()
         import uvicorn
 
         _patch_uvicorn()
