@@ -11,15 +11,18 @@ from typing import Any
 
 import httpx
 import numpy as np
+
 from tritonhttp.server import Server, parse_args
 
 MODELS = Path(__file__).parent.parent / "models"
 SPECIAL = Path(__file__).parent.parent / "repos" / "special"
 
-ADD = {"inputs": [
-    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]},
-    {"name": "INPUT1", "datatype": "FP32", "shape": [4], "data": [1, 1, 1, 1]},
-]}  # fmt: skip
+ADD = {
+    "inputs": [
+        {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]},
+        {"name": "INPUT1", "datatype": "FP32", "shape": [4], "data": [1, 1, 1, 1]},
+    ]
+}
 
 
 def run(coro: Coroutine[Any, Any, None]) -> None:
@@ -63,15 +66,29 @@ def test_binary_round_trip_every_numeric_type() -> None:
                 transport=httpx.ASGITransport(app=server.http), base_url="http://t"
             ) as c:
                 rng = np.random.default_rng(3)
-                for t, dt in (("INT8", "<i1"), ("UINT16", "<u2"), ("INT64", "<i8"),
-                              ("FP16", "<f2"), ("FP64", "<f8"), ("BOOL", "?")):  # fmt: skip
+                for t, dt in (
+                    ("INT8", "<i1"),
+                    ("UINT16", "<u2"),
+                    ("INT64", "<i8"),
+                    ("FP16", "<f2"),
+                    ("FP64", "<f8"),
+                    ("BOOL", "?"),
+                ):
                     arr = rng.integers(0, 100, 7).astype(dt)
                     blob = arr.tobytes()
-                    head = json.dumps({
-                        "inputs": [{"name": f"IN_{t}", "datatype": t, "shape": [7],
-                                    "parameters": {"binary_data_size": len(blob)}}],
-                        "parameters": {"binary_data_output": True},
-                    }).encode()  # fmt: skip
+                    head = json.dumps(
+                        {
+                            "inputs": [
+                                {
+                                    "name": f"IN_{t}",
+                                    "datatype": t,
+                                    "shape": [7],
+                                    "parameters": {"binary_data_size": len(blob)},
+                                }
+                            ],
+                            "parameters": {"binary_data_output": True},
+                        }
+                    ).encode()
                     r = await c.post(
                         "/v2/models/identity_all/infer",
                         content=head + blob,
@@ -114,8 +131,15 @@ def test_instances_run_concurrently_and_requests_queue() -> None:
 
 def test_model_api_through_param_echo() -> None:
     async def go() -> None:
-        server = Server(parse_args([f"--model-repository={SPECIAL}", "--model-control-mode=explicit",
-                                    "--load-model=param_echo"]))  # fmt: skip
+        server = Server(
+            parse_args(
+                [
+                    f"--model-repository={SPECIAL}",
+                    "--model-control-mode=explicit",
+                    "--load-model=param_echo",
+                ]
+            )
+        )
         await server.load_models()
         try:
             async with httpx.AsyncClient(
@@ -130,10 +154,17 @@ def test_model_api_through_param_echo() -> None:
                 out = {o["name"]: o["data"] for o in r.json()["outputs"]}
                 assert out["INFO"] == ['r1|9|0|7|{"a":1,"b":"x"}|ARGS,INFO']
                 keys, instance, kind, version = out["ARGS"]
-                assert keys.split(",") == sorted([
-                    "model_config", "model_instance_device_id", "model_instance_kind",
-                    "model_instance_name", "model_name", "model_repository", "model_version",
-                ])  # fmt: skip
+                assert keys.split(",") == sorted(
+                    [
+                        "model_config",
+                        "model_instance_device_id",
+                        "model_instance_kind",
+                        "model_instance_name",
+                        "model_name",
+                        "model_repository",
+                        "model_version",
+                    ]
+                )
                 assert (instance, kind, version) == ("param_echo_0_0", "CPU", "1")
                 assert "EXTRA" not in out  # pruned: not a config output
         finally:

@@ -36,21 +36,32 @@ def _run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--model-repository", str(MODELS), "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+        (
+            ["--model-repository", str(MODELS), "--no-such-flag"],
+            "unrecognized arguments: --no-such-flag",
+        ),
         (["--model-repository", str(MODELS), "--grpc-port=9"], "--grpc-port is not supported"),
         (["--model-repository", str(MODELS), "--allow-grpc=true"], "gRPC is not implemented"),
         ([], "--model-repository is required"),
         (["--model-repository=/nonexistent/repo"], "the model repository does not exist"),
-        (["--model-repository", str(MODELS), "--http-restricted-api=model-reposit:k=v"],
-         "unknown restricted api 'model-reposit'"),
-        (["--model-repository", str(MODELS), "--http-restricted-api=health:a=b",
-          "--http-restricted-api=health,trace:c=d"],
-         "api 'health' can not be specified in multiple config groups"),
+        (
+            ["--model-repository", str(MODELS), "--http-restricted-api=model-reposit:k=v"],
+            "unknown restricted api 'model-reposit'",
+        ),
+        (
+            [
+                "--model-repository",
+                str(MODELS),
+                "--http-restricted-api=health:a=b",
+                "--http-restricted-api=health,trace:c=d",
+            ],
+            "api 'health' can not be specified in multiple config groups",
+        ),
         (["--model-repository", str(MODELS), "--model-control-mode=sometimes"], "invalid choice"),
         (["--model-repository", str(MODELS), "--load-model=add_sub"], "--load-model needs"),
         (["--model-repository", str(MODELS), "--strict-readiness=maybe"], "expected a boolean"),
     ],
-)  # fmt: skip
+)
 def test_bad_flags_are_clear_errors(args: list[str], message: str) -> None:
     result = _run(*args)
     assert result.returncode == 2
@@ -123,11 +134,20 @@ def test_explicit_mode_file_overrides_stay_in_their_temp_copy(tmp_path: Path) ->
     with _launch.running(SPECIAL, "--model-control-mode=explicit") as server:
         cfg = (SPECIAL / "add_sub" / "config.pbtxt").read_text()
         model = base64.b64encode((SPECIAL / "add_sub" / "1" / "model.py").read_bytes()).decode()
-        override = json.dumps({"name": "add_sub", "backend": "python", "input": [
-            {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-            {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]}], "output": [
-            {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-            {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]}]})  # fmt: skip
+        override = json.dumps(
+            {
+                "name": "add_sub",
+                "backend": "python",
+                "input": [
+                    {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+                    {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+                ],
+                "output": [
+                    {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+                    {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+                ],
+            }
+        )
         assert cfg
         for bad in ("../escaped.py", "/abs.py", f"{outside}", "2/../../x.py", "a\\..\\b"):
             body = json.dumps({"parameters": {"config": override, f"file:{bad}": model}})
@@ -146,16 +166,46 @@ def test_explicit_mode_file_overrides_stay_in_their_temp_copy(tmp_path: Path) ->
 
 
 def test_huge_declared_sizes_and_garbage_never_hurt(bundled_server: Any) -> None:
-    head = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [4],
-                                   "parameters": {"binary_data_size": 2**63}}]}).encode()  # fmt: skip
-    r = exchange(bundled_server.url, "POST", "/v2/models/add_sub/infer", head,
-                 {"Inference-Header-Content-Length": str(len(head))})  # fmt: skip
+    head = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": "INPUT0",
+                    "datatype": "FP32",
+                    "shape": [4],
+                    "parameters": {"binary_data_size": 2**63},
+                }
+            ]
+        }
+    ).encode()
+    r = exchange(
+        bundled_server.url,
+        "POST",
+        "/v2/models/add_sub/infer",
+        head,
+        {"Inference-Header-Content-Length": str(len(head))},
+    )
     assert r.status == 400
     assert b"expecting" in r.body
-    shape = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [2**40, 2**40],
-                                    "parameters": {"binary_data_size": 16}}]}).encode()  # fmt: skip
-    r = exchange(bundled_server.url, "POST", "/v2/models/add_sub/infer", shape + b"x" * 16,
-                 {"Inference-Header-Content-Length": str(len(shape))})  # fmt: skip
+    shape = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": "INPUT0",
+                    "datatype": "FP32",
+                    "shape": [2**40, 2**40],
+                    "parameters": {"binary_data_size": 16},
+                }
+            ]
+        }
+    ).encode()
+    r = exchange(
+        bundled_server.url,
+        "POST",
+        "/v2/models/add_sub/infer",
+        shape + b"x" * 16,
+        {"Inference-Header-Content-Length": str(len(shape))},
+    )
     assert r.status == 400
     for junk in (b"\xff\xfe\x00garbage", b"{" * 10000, os.urandom(4096)):
         r = exchange(bundled_server.url, "POST", "/v2/models/add_sub/infer", junk)
