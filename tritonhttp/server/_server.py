@@ -143,6 +143,7 @@ class Server:
                 log_level="warning",
                 server_header=False,
                 date_header=False,
+                proxy_headers=False,
                 timeout_graceful_shutdown=int(o.exit_timeout_secs) or None,
             )
             config.load()

@@ -64,8 +64,7 @@ class ModelVersion:
         self.stats = ModelStats()
         self.decoupled = False
         self.in_flight = 0
-        self._drained = asyncio.Event()
-        self._drained.set()
+        self._drain_waiters: list[asyncio.Future[None]] = []
         self._inputs: dict[str, _InputSpec] = {}
         self._input_count = 0
         self._required = 0
@@ -80,6 +79,8 @@ class ModelVersion:
         self._dynamic = False
         self._sequence: _Sequences | None = None
         self.labels: dict[str, list[str]] = {}
+        #: ``"model_name":...,"model_version":...`` as response JSON (built once)
+        self.wire_prefix = b""
 
     # ------------------------------------------------------------------ setup
 
@@ -341,7 +342,6 @@ class ModelVersion:
     async def infer(self, req: InferRequest) -> InferResponse:
         """Queue an admitted request and wait for its response."""
         self.in_flight += 1
-        self._drained.clear()
         try:
             if self._sequence is not None:
                 return await self._sequence.run(self, req)
@@ -356,8 +356,11 @@ class ModelVersion:
             return await fut
         finally:
             self.in_flight -= 1
-            if self.in_flight == 0:
-                self._drained.set()
+            if self.in_flight == 0 and self._drain_waiters:
+                for waiter in self._drain_waiters:
+                    if not waiter.done():
+                        waiter.set_result(None)
+                self._drain_waiters.clear()
 
     def _release(self, inst: ModelInstance) -> None:
         if not self._queue:
@@ -414,7 +417,10 @@ class ModelVersion:
 
     async def drain(self) -> None:
         """Wait until no request is in flight."""
-        await self._drained.wait()
+        if self.in_flight:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._drain_waiters.append(waiter)
+            await waiter
 
 
 class _Sequences:

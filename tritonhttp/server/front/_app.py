@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import base64
 import binascii
 import logging
@@ -90,20 +91,13 @@ class HttpFrontend:
             return
         self.in_flight += 1
         self._idle.clear()
-        started = [False]
-
-        async def tracked_send(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                started[0] = True
-            await send(message)
-
         try:
-            await self._dispatch(scope, receive, tracked_send)
+            await self._dispatch(scope, receive, send)
         except ConnectionError:
             pass  # the client went away
         except Exception as e:  # a bug of ours: answer clearly, keep serving
             log.exception("unexpected error handling %s %s", scope.get("method"), scope.get("path"))
-            if not started[0]:
+            with contextlib.suppress(Exception):  # fails if the response had started
                 await send_response(
                     send, 500, error_body(f"internal server error: {type(e).__name__}: {e}"), JSON
                 )

@@ -154,13 +154,10 @@ def _json_data(data: Any, wire: str, name: str, count: int) -> np.ndarray[Any, A
         raise _err500("Unable to parse 'data': Shape does not match true shape of 'data' field")
     if wire == "BOOL":
         return np.array(flat, dtype=np.bool_)
-    if dtype.kind == "i":
-        arr = np.array(flat, dtype=np.int64)
-    elif dtype.kind == "u":
-        arr = np.array(flat, dtype=np.uint64)
-    else:
-        arr = np.array(flat, dtype=np.float64)
-    return arr if arr.dtype == dtype else arr.astype(dtype)
+    if dtype.kind == "f":
+        return np.array(flat, dtype=dtype)  # double -> float32 rounds as RapidJSON's cast does
+    arr = np.array(flat, dtype=np.int64 if dtype.kind == "i" else np.uint64)
+    return arr if arr.dtype == dtype else arr.astype(dtype)  # wraps like a C cast
 
 
 def _request_parameters(params: Any, req: InferRequest) -> bool:
@@ -236,6 +233,8 @@ def parse_infer_request(
     offset = header_len
     end = len(body)
     for item in inputs:
+        if type(item) is dict and len(item) == 4 and "data" in item and _fast_json_input(item, req):
+            continue
         _parse_input(item, req, model, shm, view)
         t = req.inputs[_string(item, "name")]
         size = _binary_size(item)
@@ -263,6 +262,35 @@ def parse_infer_request(
                 requested.append(spec.name)
         req.requested_outputs = requested or None
     return ParsedInfer(req, outputs, binary_default)
+
+
+_FAST_TYPES = frozenset(_KNOWN_TYPES - {"FP16", "BF16"})
+
+
+def _fast_json_input(item: dict[str, Any], req: InferRequest) -> bool:
+    """The common ``{"name","datatype","shape","data"}`` input; False: take the full path."""
+    name = item.get("name")
+    datatype = item.get("datatype")
+    shape = item.get("shape")
+    data = item["data"]
+    if (
+        type(name) is not str
+        or type(datatype) is not str
+        or datatype not in _FAST_TYPES
+        or type(shape) is not list
+        or type(data) is not list
+        or name in req.inputs
+    ):
+        return False
+    count = 1
+    for d in shape:
+        if type(d) is not int or d < 0 or d > _U64_MAX:
+            return False
+        count *= d
+    if count == 0:
+        return False
+    req.inputs[name] = InputTensor(name, datatype, shape, _json_data(data, datatype, name, count))
+    return True
 
 
 def _params_of(item: Any) -> dict[str, Any]:
@@ -442,11 +470,19 @@ def encode_response(
     binary_default = parsed.binary_default
     parts: list[bytes] = []
     if req.id:
-        parts.append(b'{"id":' + _json.escape_str(req.id).encode() + b',"model_name":')
+        parts.append(b'{"id":' + _json.escape_str(req.id).encode() + b",")
     else:
-        parts.append(b'{"model_name":')
-    parts.append(_json.escape_str(model.name).encode())
-    parts.append(b',"model_version":"' + str(model.version).encode() + b'"')
+        parts.append(b"{")
+    prefix = model.wire_prefix
+    if not prefix:
+        prefix = model.wire_prefix = (
+            b'"model_name":'
+            + _json.escape_str(model.name).encode()
+            + b',"model_version":"'
+            + str(model.version).encode()
+            + b'"'
+        )
+    parts.append(prefix)
     if response.parameters:
         parts.append(b',"parameters":' + _json.dumps(response.parameters))
     parts.append(b',"outputs":[')

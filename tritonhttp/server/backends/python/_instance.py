@@ -106,7 +106,10 @@ class InProcessInstance:
         t1 = time.monotonic_ns()
         times.input_ns = t1 - t0
         try:
-            result = await self._runner.run(self._call, pb_requests)
+            if self._runner.inline:
+                result = self._runner.run_inline(self._call, pb_requests)
+            else:
+                result = await self._runner.run(self._call, pb_requests)
         except BaseException as e:  # the model's exception, whatever it is
             times.infer_ns = time.monotonic_ns() - t1
             if isinstance(e, (KeyboardInterrupt, asyncio.CancelledError)):

@@ -50,6 +50,21 @@ class InstanceRunner:
         else:
             self._streak = 0
 
+    @property
+    def inline(self) -> bool:
+        """Whether the next call may run inline (then use :meth:`run_inline`)."""
+        return self._inline
+
+    def run_inline(self, fn: Callable[..., T], *args: Any) -> T:
+        """Call ``fn`` on the event loop thread, going back to the thread if it was slow."""
+        t0 = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            if self._mode == "auto" and time.perf_counter() - t0 > SLOW_INLINE_S:
+                self._inline = False
+                self._streak = 0
+
     def never_inline(self) -> None:
         """This instance must always run on its thread (e.g. it returns coroutines)."""
         self._mode = "never"
