@@ -34,7 +34,7 @@ def _patch_uvicorn() -> None:
 
         httptools_impl.STATUS_LINE[405] = b"HTTP/1.1 405 Not Allowed\r\n"
         limit = getattr(httptools_impl, "HIGH_WATER_LIMIT", 0)
-        httptools_impl.HIGH_WATER_LIMIT = max(limit, 4 * 1024 * 1024)  # type: ignore[attr-defined]
+        httptools_impl.HIGH_WATER_LIMIT = max(limit, 16 * 1024 * 1024)  # type: ignore[attr-defined]
     except (ImportError, AttributeError):  # pragma: no cover - other uvicorn layouts
         pass
 

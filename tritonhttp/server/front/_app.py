@@ -618,6 +618,7 @@ class HttpFrontend:
             return
         headers = scope["headers"]
         encoding = ihcl_raw = accept = None
+        expected = 0
         for k, v in headers:
             if k == b"inference-header-content-length":
                 ihcl_raw = v
@@ -625,7 +626,9 @@ class HttpFrontend:
                 encoding = v
             elif k == b"accept-encoding":
                 accept = v
-        body = await read_body(receive)
+            elif k == b"content-length" and v.isdigit():
+                expected = min(int(v), 1 << 34)
+        body = await read_body(receive, expected)
         if encoding is not None and encoding not in (b"", b"identity"):
             if encoding in (b"gzip", b"deflate"):
                 if not body:

@@ -32,20 +32,44 @@ TEXT = b"text/plain"
 _NM = rapidjson.NM_NONE
 
 
-async def read_body(receive: Receive, limit: int | None = None) -> bytearray:
-    """The whole request body as a writable buffer (inputs become writable numpy views)."""
+async def read_body(receive: Receive, expected: int = 0) -> bytearray:
+    """The whole request body as a writable buffer (inputs become writable numpy views).
+
+    ``expected`` (the Content-Length) lets a large body be assembled in one allocation.
+    """
     message = await receive()
     body = message.get("body", b"")
     if not message.get("more_body", False):
         return bytearray(body)
-    buf = bytearray(body)
+    if expected > len(body):
+        buf = bytearray(expected)
+        view = memoryview(buf)
+        filled = len(body)
+        view[:filled] = body
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ConnectionError("client disconnected")
+            chunk = message.get("body", b"")
+            end = filled + len(chunk)
+            if end > expected:  # longer than announced: fall back to growing
+                del view
+                del buf[filled:]
+                buf += chunk
+                break
+            view[filled:end] = chunk
+            filled = end
+            if not message.get("more_body", False):
+                del view
+                del buf[filled:]
+                return buf
+    else:
+        buf = bytearray(body)
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise ConnectionError("client disconnected")
         buf += message.get("body", b"")
-        if limit is not None and len(buf) > limit:
-            raise CoreError("request body too large", Code.INVALID_ARG)
         if not message.get("more_body", False):
             return buf
 
