@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import base64
 import binascii
+import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable
