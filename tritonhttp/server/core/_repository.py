@@ -395,6 +395,7 @@ class Repository:
                     )
             mv.config_json = config_json
             mv.activate(cfg, instances)
+            await _warm_up(mv, cfg, model_dir)
         except CoreError as e:
             for inst in instances:
                 await inst.finalize()
@@ -478,6 +479,59 @@ class Repository:
                 await self.poll_once()
             except Exception:  # keep polling whatever one round did
                 log.exception("repository poll failed")
+
+
+async def _warm_up(mv: ModelVersion, cfg: ModelConfig, model_dir: Path) -> None:
+    """Run ``model_warmup`` samples before the version serves (failures fail the load).
+
+    As in Triton, every instance runs each sample: ``batch_size: B`` and ``count: C`` send
+    B x max(C, 1) requests of batch 1 to it.
+    """
+    if not cfg.model_warmup:
+        return
+    import numpy as np
+
+    from ...utils._dtypes import TRITON_TO_NUMPY
+    from ._types import InferRequest, InputTensor
+
+    rng = np.random.default_rng(0)
+    for sample in cfg.model_warmup:
+        inputs: dict[str, InputTensor] = {}
+        for name, spec in sample.inputs.items():
+            wire = wire_datatype(spec.data_type)
+            shape = list(spec.dims)
+            if cfg.max_batch_size > 0:
+                shape = [1, *shape]
+            count = int(np.prod(shape, dtype=np.int64))
+            which = spec.WhichOneof("input_data_type")
+            if wire == "BYTES":
+                arr = np.empty(count, dtype=np.object_)
+                arr[:] = [b""] * count if which != "random_data" else [b"a"] * count
+            elif which == "input_data_file":
+                path = model_dir / "warmup" / spec.input_data_file
+                try:
+                    raw = path.read_bytes()
+                except OSError as e:
+                    raise CoreError(f"failed to read warmup data file {path}: {e}") from None
+                arr = np.frombuffer(bytearray(raw), dtype=TRITON_TO_NUMPY[wire])[:count]
+            elif which == "random_data":
+                arr = rng.random(count).astype(TRITON_TO_NUMPY[wire])
+            else:
+                arr = np.zeros(count, dtype=TRITON_TO_NUMPY[wire])
+            inputs[name] = InputTensor(name, wire, shape, array=arr)
+        for instance in mv.instances:
+            for _ in range(max(1, sample.batch_size) * max(1, sample.count)):
+                copies = {
+                    k: InputTensor(t.name, t.datatype, list(t.shape), array=t.array)
+                    for k, t in inputs.items()
+                }
+                req = InferRequest(id="", inputs=copies)
+                mv.admit(req)
+                (response,) = await mv._execute(instance, [req])
+                if response.error is not None:
+                    raise CoreError(
+                        f"failed to run warmup sample '{sample.name}': {response.error.message}"
+                    )
 
 
 def parse_version(text: str) -> int:
