@@ -66,6 +66,23 @@ def test_array_form_matches_scalar_form(values: list[float]) -> None:
     assert format_doubles(arr) == ",".join(format_double(float(v)) for v in arr.astype(np.float64))
 
 
+@given(
+    st.lists(st.floats(), min_size=64, max_size=300)
+    | st.lists(st.floats(width=32), min_size=64, max_size=300)
+    | st.lists(st.integers(-(10**6), 10**6).map(float), min_size=64, max_size=100)
+)
+@settings(max_examples=300)
+def test_vectorised_arrays_match_the_scalar_path(values: list[float]) -> None:
+    arr = np.array(values, dtype=np.float64)
+    assert format_doubles(arr) == ",".join(format_double(v) for v in values)
+
+
+def test_vectorised_specials_and_extremes() -> None:
+    values = [0.0, -0.0, math.nan, math.inf, -math.inf, 5e-324, 1.7976931348623157e308,
+              1e21, 1e20, 1e-7, 1e-6, -2.5, 18446744073709551615.0] * 6  # fmt: skip
+    assert format_doubles(np.array(values)) == ",".join(format_double(v) for v in values)
+
+
 def test_memo_keeps_signed_zero_apart() -> None:
     assert format_doubles(np.array([0.0, -0.0, 0.0])) == "0.0,-0.0,0.0"
 

@@ -5,7 +5,8 @@ by RapidJSON's own layout (``1e21``, ``1e-7``, ``3.0``, bare ``NaN``/``Infinity`
 does not always pick the same 17th digit as Python's ``repr`` (FP32 ``0.3`` prints as
 ``0.30000001192092898``), so :func:`format_double` implements Grisu2 itself (from the
 published algorithm) with two fast paths: integral values and a bounded memo of values
-already formatted. :func:`format_doubles` does whole arrays.
+already formatted. :func:`format_doubles` does whole arrays (large ones vectorised with
+numpy in :mod:`._grisu_vec`).
 """
 
 from __future__ import annotations
@@ -201,6 +202,9 @@ def format_double(x: float) -> str:
     return s
 
 
+_VECTOR_THRESHOLD = 64
+
+
 def format_doubles(values: np.ndarray[Any, Any]) -> str:
     """Comma-joined RapidJSON text of a float array (any float dtype; widened to double)."""
     flat = values.reshape(-1)
@@ -209,6 +213,15 @@ def format_doubles(values: np.ndarray[Any, Any]) -> str:
     n = flat.size
     if n == 0:
         return ""
+    if n >= _VECTOR_THRESHOLD:
+        # whole numbers (the common case in tests and demos) print as "<int>.0"
+        with np.errstate(invalid="ignore"):
+            integral = (np.abs(flat) < _INTEGRAL_LIMIT) & (flat == np.trunc(flat))
+        if bool(integral.all()) and not bool(np.signbit(flat[flat == 0.0]).any()):
+            return ".0,".join(map(str, flat.astype(np.int64).tolist())) + ".0"
+        from ._grisu_vec import format_doubles_vectorised
+
+        return format_doubles_vectorised(flat)
     items: list[float] = flat.tolist()
     memo = _MEMO
     out = []
