@@ -268,5 +268,5 @@ def format_doubles_vectorised(values: np.ndarray[Any, Any]) -> str:
         if which.size:
             out[which, : len(text)] = np.frombuffer(text, dtype=np.uint8)
     flat = out.reshape(-1)
-    text: str = flat[flat != 0].tobytes()[:-1].decode("ascii")
-    return text
+    joined: str = flat[flat != 0].tobytes()[:-1].decode("ascii")
+    return joined
