@@ -12,6 +12,7 @@ from typing import Any
 
 from ._logging import configure_logging
 from ._options import ServerOptions
+from ._uvicorn import http_protocol_class, patch_uvicorn
 from .backends.python import PythonBackend
 from .core._core import VERSION, ServerCore
 from .core._repository import Repository
@@ -25,18 +26,6 @@ log = logging.getLogger("tritonhttp.server")
 
 class StartupError(RuntimeError):
     """The server could not start (bad repository, failed models with exit-on-error...)."""
-
-
-def _patch_uvicorn() -> None:
-    """Triton's reason phrase for 405, and larger receive chunks for big bodies."""
-    try:
-        from uvicorn.protocols.http import httptools_impl
-
-        httptools_impl.STATUS_LINE[405] = b"HTTP/1.1 405 Not Allowed\r\n"
-        limit = getattr(httptools_impl, "HIGH_WATER_LIMIT", 0)
-        httptools_impl.HIGH_WATER_LIMIT = max(limit, 16 * 1024 * 1024)  # type: ignore[attr-defined]
-    except (ImportError, AttributeError):  # pragma: no cover - other uvicorn layouts
-        pass
 
 
 def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
@@ -127,7 +116,8 @@ class Server:
         await self.load_models()
         import uvicorn
 
-        _patch_uvicorn()
+        patch_uvicorn()
+        protocol = http_protocol_class()
         targets: list[tuple[Any, str, int]] = [(self.http, o.http_address, o.http_port)]
         if o.allow_metrics:
             targets.append((self.metrics, o.metrics_address or o.http_address, o.metrics_port))
@@ -137,7 +127,7 @@ class Server:
                 host=host,
                 port=port,
                 loop="none",
-                http="httptools",
+                http=protocol,
                 lifespan="off",
                 access_log=False,
                 log_level="warning",
