@@ -210,6 +210,17 @@ def test_huge_declared_sizes_and_garbage_never_hurt(bundled_server: Any) -> None
     for junk in (b"\xff\xfe\x00garbage", b"{" * 10000, os.urandom(4096)):
         r = exchange(bundled_server.url, "POST", "/v2/models/add_sub/infer", junk)
         assert r.status in (400, 500)
+    import socket
+
+    host, port = bundled_server.url.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(
+            b"POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Length: 1099511627776\r\n\r\n" + b"x" * 1000
+        )
+        reply = sock.recv(65536)
+    assert reply.startswith(b"HTTP/1.1 400"), reply
+    assert b"larger than the server's limit" in reply
     assert exchange(bundled_server.url, "GET", "/v2/health/live").status == 200
 
 

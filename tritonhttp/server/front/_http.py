@@ -32,6 +32,16 @@ TEXT = b"text/plain"
 _NM = rapidjson.NM_NONE
 
 
+#: bodies larger than this are refused (memory stays bounded whatever a client sends)
+MAX_BODY = 1 << 32
+#: a Content-Length up to this is allocated at once; larger bodies grow as they arrive
+_PREALLOCATE = 1 << 30
+
+
+def _too_large() -> CoreError:
+    return CoreError(f"request body is larger than the server's limit of {MAX_BODY} bytes")
+
+
 async def read_body(receive: Receive, expected: int = 0) -> bytearray:
     """The whole request body as a writable buffer (inputs become writable numpy views).
 
@@ -41,7 +51,9 @@ async def read_body(receive: Receive, expected: int = 0) -> bytearray:
     body = message.get("body", b"")
     if not message.get("more_body", False):
         return bytearray(body)
-    if expected > len(body):
+    if expected > MAX_BODY:
+        raise _too_large()
+    if _PREALLOCATE >= expected > len(body):
         buf = bytearray(expected)
         view = memoryview(buf)
         filled = len(body)
@@ -70,6 +82,8 @@ async def read_body(receive: Receive, expected: int = 0) -> bytearray:
         if message["type"] == "http.disconnect":
             raise ConnectionError("client disconnected")
         buf += message.get("body", b"")
+        if len(buf) > MAX_BODY:
+            raise _too_large()
         if not message.get("more_body", False):
             return buf
 
