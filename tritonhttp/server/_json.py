@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -308,8 +307,3 @@ def dumps(obj: object) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:  # bytes written via latin-1 round-trip as surrogates
         return text.encode("utf-8", "surrogateescape")
-
-
-def join_json(items: Iterable[str]) -> str:
-    """Comma-join already formatted JSON values."""
-    return ",".join(items)

@@ -15,7 +15,7 @@ import logging
 import os
 import struct
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -883,7 +883,3 @@ class MetricFamily:
 
     def __init__(self, name: str, description: str, kind: int) -> None:
         raise TritonModelException("Custom metrics are not supported by this server yet.")
-
-
-def _iter_names(tensors: Iterable[Tensor]) -> list[str]:
-    return [t.name() for t in tensors]
