@@ -231,7 +231,7 @@ def test_restricted_apis_and_header_forwarding(
             "POST",
             "/v2/models/param_echo/infer",
             echo,
-            {**good, "my_header_1": "hval", "my_header_up": "U", "other": "x"},
+            {**good, "my_header_1": "hval", "MY_HEADER_UP": "U", "other": "x"},
         ),
     ]
     problems = []

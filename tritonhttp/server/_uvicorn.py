@@ -4,6 +4,8 @@
   uvicorn's two, which halves the syscalls and packets of a small response.
 * 405 carries Triton's reason phrase ``Not Allowed``.
 * Large request bodies arrive in bigger pieces (fewer receive round trips).
+* Request header names are also kept as sent (``scope[RAW_HEADER_NAMES]``), for
+  ``--http-header-forward-pattern``.
 
 Everything here leans on uvicorn's httptools protocol internals; when they are not what
 this module expects, the stock protocol is used unchanged.
@@ -13,7 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["http_protocol_class", "patch_uvicorn"]
+__all__ = ["RAW_HEADER_NAMES", "http_protocol_class", "patch_uvicorn"]
+
+#: scope key holding the request header names with their original case, in order
+RAW_HEADER_NAMES = "tritonhttp.raw_header_names"
 
 
 class _CoalescingTransport:
@@ -63,6 +68,13 @@ def http_protocol_class() -> Any:
         return "httptools"
 
     class CoalescingHttpToolsProtocol(HttpToolsProtocol):
+        def on_header(self, name: bytes, value: bytes) -> None:
+            # ASGI lower-cases header names; header forwarding wants them as sent
+            scope = getattr(self, "scope", None)
+            if scope is not None:
+                scope.setdefault(RAW_HEADER_NAMES, []).append(name)
+            super().on_header(name, value)
+
         def on_headers_complete(self) -> None:
             before = getattr(self, "cycle", None)
             super().on_headers_complete()

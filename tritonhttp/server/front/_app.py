@@ -662,8 +662,11 @@ class HttpFrontend:
             region.users += 1
         try:
             if self.forward is not None:
-                for k, v in headers:
-                    key = k.decode("latin-1")
+                raw_names = scope.get("tritonhttp.raw_header_names")
+                if raw_names is None or len(raw_names) != len(headers):
+                    raw_names = [k for k, _ in headers]
+                for raw_name, (_, v) in zip(raw_names, headers, strict=True):
+                    key = raw_name.decode("latin-1")
                     if self.forward.search(key):
                         request.parameters[key] = v.decode("latin-1")
             model.admit(request)
