@@ -192,8 +192,9 @@ def format_double(x: float) -> str:
     if s is not None:
         return s
     if -_INTEGRAL_LIMIT < x < _INTEGRAL_LIMIT and x.is_integer() and x != 0.0:
-        return f"{int(x)}.0"
-    s = _format_uncached(x)
+        s = f"{int(x)}.0"
+    else:
+        s = _format_uncached(x)
     if x == x and x != 0.0:  # NaN never matches; 0.0 == -0.0 would mix the two up
         if len(_MEMO) >= _MEMO_LIMIT:
             _MEMO.clear()
