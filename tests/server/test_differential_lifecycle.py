@@ -299,3 +299,32 @@ def test_lifecycle_script(real_triton_factory: Any, bundled_server_factory: Any)
         if diff:
             problems.append(f"#{i} {method} {path} {str(body)[:120]}\n   {diff}")
     assert not problems, "\n".join(problems)
+
+
+def test_full_queue_answers_503(real_triton_factory: Any, bundled_server_factory: Any) -> None:
+    import threading
+
+    args = ("--model-control-mode=explicit", "--load-model=queue1")
+    body = infer_body([("IN", "INT32", [1, 1], [7])])
+    answers = []
+    for server in (real_triton_factory(REPO, *args), bundled_server_factory(REPO, *args)):
+        replies: list[Reply] = []
+        threads = []
+        for delay in (0.0, 0.25):
+            time.sleep(delay)
+            t = threading.Thread(
+                target=lambda s=server, r=replies: r.append(
+                    exchange(s.url, "POST", "/v2/models/queue1/infer", body)
+                )
+            )
+            t.start()
+            threads.append(t)
+        time.sleep(0.25)
+        third = exchange(server.url, "POST", "/v2/models/queue1/infer", body)
+        for t in threads:
+            t.join()
+        answers.append(
+            (third.status, third.content_type, third.body, sorted(r.status for r in replies))
+        )
+    assert answers[1] == answers[0]
+    assert answers[0][0] == 503

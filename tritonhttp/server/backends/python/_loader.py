@@ -26,8 +26,8 @@ PB_UTILS_NAME = "triton_python_backend_utils"
 
 def install_pb_utils() -> None:
     """Make ``import triton_python_backend_utils`` resolve to our module."""
-    sys.modules.setdefault(PB_UTILS_NAME, _pb_utils)
-    sys.modules.setdefault("c_python_backend_utils", _pb_utils)
+    sys.modules[PB_UTILS_NAME] = _pb_utils
+    sys.modules["c_python_backend_utils"] = _pb_utils
 
 
 def import_model_module(model_dir: Path, version: int, filename: str) -> types.ModuleType:
