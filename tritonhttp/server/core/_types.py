@@ -68,6 +68,9 @@ class InferRequest:
     regions: list[Any] = field(default_factory=list)
     #: monotonic ns when the core accepted the request
     start_ns: int = 0
+    #: set by the core when the client went away or the request timed out; models see
+    #: it through ``InferenceRequest.is_cancelled()``
+    cancelled: bool = False
 
     def log_prefix(self) -> str:
         return f"[request id: {self.id or '<id_unknown>'}] "
@@ -82,6 +85,9 @@ class InferResponse:
     parameters: dict[str, ParamValue] | None = None
     #: the backend failed (exception, bad return): counted as a failure in statistics
     failed: bool = False
+    #: the model released the request with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+    #: the scheduler must queue it again instead of answering (sequence/iterative models)
+    rescheduled: bool = False
 
 
 @dataclass(slots=True)
