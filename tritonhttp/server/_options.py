@@ -85,6 +85,8 @@ class ServerOptions:
     trace_config: dict[str, dict[str, str]] = field(default_factory=dict)
     backend_config: dict[str, dict[str, str]] = field(default_factory=dict)
     auto_complete: bool = True
+    #: where Python model instances run: "process" (a worker each) or "in-process"
+    python_isolation: str = "process"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -124,6 +126,9 @@ def _parser() -> argparse.ArgumentParser:
     a("--disable-auto-complete-config", action="store_true")
     a("--strict-model-config", type=_bool, default=None)
     a("--model-load-thread-count", type=int, default=None, help="accepted; loads are concurrent")
+    a("--python-isolation", choices=("process", "in-process"), default=None,
+      help="where Python model instances run: 'process' (default: one worker process per "
+      "instance) or 'in-process' (inside the server: pdb, breakpoints, coverage)")  # fmt: skip
     return p
 
 
@@ -206,6 +211,14 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
         if not sep or not eq:
             raise OptionsError(f"--backend-config expects <backend>,<key>=<value>, got '{spec}'")
         opts.backend_config.setdefault(backend, {})[key] = value
+    isolation = opts.backend_config.get("python", {}).get("isolation", "process")
+    if isolation not in ("process", "in-process"):
+        raise OptionsError(
+            f"--backend-config=python,isolation={isolation}: expected 'process' or 'in-process'"
+        )
+    opts.python_isolation = ns.python_isolation or isolation
+    if ns.python_isolation:
+        opts.backend_config.setdefault("python", {})["isolation"] = ns.python_isolation
     if opts.header_forward_pattern is not None:
         import re
 

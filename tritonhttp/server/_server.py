@@ -14,6 +14,7 @@ from ._logging import configure_logging
 from ._options import ServerOptions
 from ._uvicorn import http_protocol_class, patch_uvicorn
 from .backends.python import PythonBackend
+from .core._bridge import CoreBridge
 from .core._core import VERSION, ServerCore
 from .core._repository import Repository
 from .core._settings import LogSettings, TraceSettings
@@ -64,11 +65,11 @@ class Server:
             file=flat.get("file", ""),
             mode=flat.get("mode", mode),
         )
-        inline = o.backend_config.get("python", {}).get("inline-execution", "auto")
+        self.python_backend = PythonBackend(isolation=o.python_isolation)
         self.repository = Repository(
             o.model_repositories,
             o.model_control_mode,
-            {"python": PythonBackend(inline=inline)},
+            {"python": self.python_backend},
             o.backend_config,
             o.strict_readiness,
             o.auto_complete,
@@ -158,56 +159,8 @@ class Server:
             )
 
     def _install_pb_hooks(self) -> None:
-        from .backends.python import _pb_utils as pb
-
-        loop = asyncio.get_running_loop()
-        repo = self.repository
-
-        def call(coro: Any) -> Any:
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is loop:
-                coro.close()
-                raise pb.TritonModelException(
-                    "model control from the event loop thread is not supported"
-                )
-            return asyncio.run_coroutine_threadsafe(coro, loop).result()
-
-        def load_model(name: str, config: str = "", files: dict[str, bytes] | None = None) -> None:
-            if repo.mode != "explicit":
-                raise pb.TritonModelException(
-                    "Failed to load model: explicit model load / unload is not "
-                    "allowed if polling is enabled"
-                )
-            import base64
-
-            encoded = {
-                k.removeprefix("file:"): base64.b64encode(v).decode()
-                for k, v in (files or {}).items()
-            }
-            try:
-                call(repo.load(name, config or None, encoded or None))
-            except Exception as e:
-                raise pb.TritonModelException(
-                    f"Failed to load model: {getattr(e, 'message', e)}"
-                ) from None
-
-        def unload_model(name: str, unload_dependents: bool = False) -> None:
-            if repo.mode != "explicit":
-                raise pb.TritonModelException(
-                    "Failed to unload model: explicit model load / unload is not "
-                    "allowed if polling is enabled"
-                )
-            call(repo.unload(name, unload_dependents))
-
-        def is_model_ready(name: str, version: str = "") -> bool:
-            return repo.is_ready(name, version)
-
-        pb.hooks.load_model = load_model
-        pb.hooks.unload_model = unload_model
-        pb.hooks.is_model_ready = is_model_ready
+        """Lend the Python backend the core's bridge (BLS, model control, metrics)."""
+        self.python_backend.bind(CoreBridge(self.repository, self.core.registry))
 
     def _log_models(self) -> None:
         rows = [

@@ -9,14 +9,57 @@ request; how (in this process, in a worker process) is the backend's business.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ._types import ExecutionTimes, InferRequest, InferResponse
 from .model_config_pb2 import ModelConfig
 
-__all__ = ["Backend", "LoadContext", "ModelInstance"]
+__all__ = ["Backend", "Emit", "LoadContext", "ModelInstance", "ServerBridge"]
+
+#: receives each response of a BLS request: ``(response or None, final)``
+Emit = Callable[[InferResponse | None, bool], None]
+
+
+class ServerBridge(Protocol):
+    """What the core lends a backend so models can reach the server (BLS, model control,
+    the metrics registry). Every method runs on the server's event loop."""
+
+    async def infer(
+        self,
+        request: InferRequest,
+        model_name: str,
+        model_version: int,
+        decoupled: bool,
+        emit: Emit,
+    ) -> None:
+        """Run a BLS request; every response (errors included) goes to ``emit`` and the
+        last one is final. Never raises."""
+        ...
+
+    async def load_model(self, name: str, config: str, files: dict[str, bytes]) -> None:
+        """Load or reload a model; raises CoreError with the server's message."""
+        ...
+
+    async def unload_model(self, name: str, unload_dependents: bool) -> None:
+        """Start unloading a model; raises CoreError."""
+        ...
+
+    def is_model_ready(self, name: str, version: str) -> bool:
+        """Whether the model (version) is ready; raises CoreError for a bad version."""
+        ...
+
+    @property
+    def control_mode(self) -> str:
+        """``none``, ``poll`` or ``explicit``."""
+        ...
+
+    @property
+    def registry(self) -> Any:
+        """The prometheus_client registry of the metrics endpoint."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -51,11 +94,20 @@ class ModelInstance(Protocol):
         """Release the instance (calls the model's ``finalize``); never raises."""
         ...
 
+    # Decoupled models: a request carrying ``response_stream`` gets every response there,
+    # as the model sends it (the final one flagged); ``execute`` then returns, for such a
+    # request, a completion marker (``InferResponse()``, or the error when execute failed,
+    # ``rescheduled`` when the model released it with RESCHEDULE).
+
 
 class Backend(Protocol):
     """Loads model versions for one backend name (``python``)."""
 
     name: str
+
+    def bind(self, bridge: ServerBridge) -> None:
+        """Receive the server bridge (called once, before any load)."""
+        ...
 
     async def auto_complete(self, ctx: LoadContext, config: ModelConfig) -> ModelConfig:
         """The config after the model had its say; raise CoreError to fail the load."""

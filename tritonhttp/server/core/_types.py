@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import collections
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +18,7 @@ __all__ = [
     "InputTensor",
     "OutputTensor",
     "ParamValue",
+    "ResponseStream",
 ]
 
 ParamValue = str | int | bool | float
@@ -71,6 +74,9 @@ class InferRequest:
     #: set by the core when the client went away or the request timed out; models see
     #: it through ``InferenceRequest.is_cancelled()``
     cancelled: bool = False
+    #: decoupled models only: every response the model sends goes here as it is sent
+    #: (the response ``ModelVersion.infer`` returns is then only a completion marker)
+    response_stream: ResponseStream | None = None
 
     def log_prefix(self) -> str:
         return f"[request id: {self.id or '<id_unknown>'}] "
@@ -97,3 +103,59 @@ class ExecutionTimes:
     input_ns: int = 0
     infer_ns: int = 0
     output_ns: int = 0
+
+
+class ResponseStream:
+    """The responses of one request to a decoupled model, in the order they are sent.
+
+    The backend :meth:`put` each response (``final`` on the last one; a bare FINAL is
+    ``put(None, True)``) on the event loop's thread; the front end takes them with
+    :meth:`get`. After the final item nothing more is accepted. A consumer that goes
+    away calls :meth:`close`; later responses are dropped.
+    """
+
+    __slots__ = ("_items", "_waiter", "closed", "count", "finished")
+
+    def __init__(self) -> None:
+        self._items: collections.deque[tuple[InferResponse | None, bool]] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+        #: the final item was put
+        self.finished = False
+        #: the consumer stopped listening
+        self.closed = False
+        #: responses put so far (bare FINALs not counted)
+        self.count = 0
+
+    def put(self, response: InferResponse | None, final: bool) -> None:
+        """Deliver a response (and/or the final flag); call on the event loop thread."""
+        if self.finished:
+            return
+        if response is not None:
+            self.count += 1
+        if final:
+            self.finished = True
+        if self.closed:
+            return
+        self._items.append((response, final))
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def pending(self) -> bool:
+        """Whether :meth:`get` would return at once."""
+        return bool(self._items)
+
+    async def get(self) -> tuple[InferResponse | None, bool]:
+        """The next ``(response, final)``, waiting for it."""
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._items.popleft()
+
+    def close(self) -> None:
+        """The consumer is gone: drop what is queued and whatever comes later."""
+        self.closed = True
+        self._items.clear()

@@ -1,8 +1,8 @@
 """Runs Triton Python-backend models (``model.py`` with ``TritonPythonModel``).
 
-``triton_python_backend_utils`` inside those models is :mod:`._pb_utils`; execution goes
-through :class:`~tritonhttp.server.core._backend_api.ModelInstance`, implemented here
-in-process by :class:`._instance.InProcessInstance`.
+Models import ``triton_python_backend_utils`` (the top-level package of that name). Each
+instance runs in its own worker process (:mod:`._process`, the default) or inside the
+server (:mod:`._inprocess`); :mod:`._execution` holds the rules both follow.
 """
 
 from ._backend import PythonBackend

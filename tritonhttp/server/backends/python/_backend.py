@@ -1,4 +1,5 @@
-"""The ``python`` backend: auto-complete, instance creation and initialisation."""
+"""The ``python`` backend: settings, auto-complete, and instance creation in either
+isolation mode."""
 
 from __future__ import annotations
 
@@ -7,82 +8,88 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from ...core._backend_api import LoadContext
+from triton_python_backend_utils import _runtime
+
+from ...core._backend_api import LoadContext, ModelInstance, ServerBridge
 from ...core._config import config_to_json
 from ...core._errors import Code, CoreError
 from ...core.model_config_pb2 import ModelConfig
-from . import _pb_utils as pb
-from ._instance import InProcessInstance
-from ._loader import format_exception, import_model_module
+from ._envs import resolve_env
+from ._execution import ModelError, ModelHost, auto_complete, load_model_class
+from ._inprocess import InProcessInstance
+from ._process import ProcessInstance, run_auto_complete
 from ._runner import InstanceRunner
+from ._services import InProcessRuntime, ModelServices
+from ._settings import BackendSettings
 
 __all__ = ["PythonBackend"]
 
 _KIND_NAMES = {0: "AUTO", 1: "GPU", 2: "CPU", 3: "MODEL"}
-
-
-def _model_file(ctx: LoadContext, config: ModelConfig) -> str:
-    filename = config.default_model_filename or "model.py"
-    if not filename.endswith(".py"):
-        raise CoreError(
-            f"Model name must end with '.py'. Model name is \"{filename}\".", Code.INTERNAL
-        )
-    path = ctx.version_dir / filename
-    if not path.is_file():
-        raise CoreError(
-            f"Failed to preinitialize Python stub: Python model file not found in '{path}'",
-            Code.INTERNAL,
-        )
-    return filename
-
-
-def _import(ctx: LoadContext, filename: str) -> Any:
-    try:
-        module = import_model_module(ctx.model_dir, ctx.version, filename)
-    except BaseException as e:
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        raise CoreError(format_exception(e), Code.INTERNAL) from None
-    cls = getattr(module, "TritonPythonModel", None)
-    if cls is None:
-        raise CoreError(
-            f"AttributeError: module '{module.__name__}' has no attribute 'TritonPythonModel'",
-            Code.INTERNAL,
-        )
-    return cls
+# an in-process model whose source mentions these must not run inline on the event loop
+_BLOCKING_CALLS = (b".exec(", b"async_exec", b"load_model", b"unload_model", b"is_model_ready")
 
 
 class PythonBackend:
-    """Implements :class:`~tritonhttp.server.core._backend_api.Backend` for ``python``."""
+    """Implements :class:`~tritonhttp.server.core._backend_api.Backend` for ``python``.
+
+    ``isolation``/``inline`` are the server-wide defaults; ``--backend-config=python,...``
+    values given to each load override them.
+    """
 
     name = "python"
 
-    def __init__(self, inline: str = "auto") -> None:
-        self._inline = inline
+    def __init__(self, inline: str = "auto", isolation: str = "process") -> None:
+        self._defaults = {"inline-execution": inline, "isolation": isolation}
+        self.services = ModelServices()
+        self._bound = False
+
+    def bind(self, bridge: ServerBridge) -> None:
+        """Connect to the server (on its event loop): BLS, model control, metrics."""
+        self.services.bind(bridge, asyncio.get_running_loop())
+        if not self._bound:
+            _runtime.install(InProcessRuntime(self.services))
+            self._bound = True
+
+    def _settings(self, ctx: LoadContext) -> BackendSettings:
+        return BackendSettings.parse({**self._defaults, **ctx.backend_config})
+
+    @staticmethod
+    def _filename(config: ModelConfig) -> str:
+        return config.default_model_filename or "model.py"
+
+    # ------------------------------------------------------------------ auto-complete
 
     async def auto_complete(self, ctx: LoadContext, config: ModelConfig) -> ModelConfig:
-        filename = _model_file(ctx, config)
-        return await asyncio.to_thread(self._auto_complete_sync, ctx, config, filename)
-
-    def _auto_complete_sync(
-        self, ctx: LoadContext, config: ModelConfig, filename: str
-    ) -> ModelConfig:
-        cls = _import(ctx, filename)
-        hook = getattr(cls, "auto_complete_config", None)
-        if hook is None:
-            return config
+        settings = self._settings(ctx)
+        env = resolve_env(config, ctx.model_dir)
+        filename = self._filename(config)
         original = config_to_json(config).decode("utf-8")
-        try:
-            result = hook(pb.ModelConfig(original))
-        except Exception as e:
-            raise CoreError(format_exception(e), Code.INTERNAL) from None
-        if not isinstance(result, pb.ModelConfig):
-            raise CoreError(
-                f"auto_complete_config function in model '{config.name}' must return a valid "
-                "pb.ModelConfig object.",
-                Code.INTERNAL,
-            )
-        return _merge(config, result.as_dict())
+        if env is not None or settings.isolation_of(config) == "process":
+            completed = await run_auto_complete(
+                settings,
+                ("autocomplete", str(ctx.model_dir), ctx.version, filename, config.name,
+                 original),
+                ctx.model_name,
+                env.python if env else None,
+                env.environ if env else None,
+            )  # fmt: skip
+        else:
+
+            def run() -> str | None:
+                try:
+                    cls, _ = load_model_class(ctx.model_dir, ctx.version, filename)
+                    return auto_complete(cls, config.name, original)
+                except ModelError as e:
+                    raise CoreError(str(e), Code.INTERNAL) from None
+
+            completed = await asyncio.to_thread(run)
+        if completed is None:
+            return config
+        import json
+
+        return _merge(config, json.loads(completed))
+
+    # ------------------------------------------------------------------ instances
 
     async def create_instance(
         self,
@@ -92,46 +99,79 @@ class PythonBackend:
         group_index: int,
         instance_index: int,
         instance_name: str,
-    ) -> InProcessInstance:
-        filename = _model_file(ctx, config)
-        runner = InstanceRunner(instance_name, self._inline)
+    ) -> ModelInstance:
+        settings = self._settings(ctx)
+        env = resolve_env(config, ctx.model_dir)
+        filename = self._filename(config)
         group = config.instance_group[group_index]
         args = {
             "model_config": config_json,
             "model_instance_kind": _KIND_NAMES.get(group.kind, "CPU"),
             "model_instance_name": instance_name,
-            "model_instance_device_id": str(group.gpus[0]) if group.gpus else "0",
+            "model_instance_device_id": str(group.gpus[instance_index % len(group.gpus)])
+            if group.gpus
+            else "0",
             "model_repository": str(ctx.model_dir),
             "model_version": str(ctx.version),
             "model_name": ctx.model_name,
         }
+        decoupled = config.model_transaction_policy.decoupled
+        outputs = [o.name for o in config.output]
+        if env is not None or settings.isolation_of(config) == "process":
+            instance = ProcessInstance(
+                instance_name,
+                ("init", str(ctx.model_dir), ctx.version, filename, instance_name, decoupled,
+                 args),
+                decoupled,
+                outputs,
+                settings,
+                self.services,
+                env.python if env else None,
+                env.environ if env else None,
+            )  # fmt: skip
+            await instance.start()
+            return instance
+        return await self._in_process(ctx, settings, filename, instance_name, decoupled,
+                                      outputs, args)  # fmt: skip
 
-        def build() -> Any:
-            cls = _import(ctx, filename)
-            pb._model_dir.path = ctx.version_dir
+    async def _in_process(
+        self,
+        ctx: LoadContext,
+        settings: BackendSettings,
+        filename: str,
+        instance_name: str,
+        decoupled: bool,
+        outputs: list[str],
+        args: dict[str, str],
+    ) -> InProcessInstance:
+        inline = settings.inline
+        runner = InstanceRunner(instance_name, inline)
+
+        def build() -> ModelHost:
             try:
-                model = cls()
-                init = getattr(model, "initialize", None)
-                if callable(init):
-                    init(args)
-            except Exception as e:
-                raise CoreError(format_exception(e), Code.INTERNAL) from None
-            return model
+                cls, path = load_model_class(ctx.model_dir, ctx.version, filename)
+                host = ModelHost(cls, path, instance_name, decoupled)
+                host.initialize(args)
+            except ModelError as e:
+                raise CoreError(str(e), Code.INTERNAL) from None
+            return host
 
         try:
-            model = await runner.run(build, may_inline=False)
+            host = await runner.run(build, may_inline=False)
         except BaseException:
             runner.close()
             raise
-        return InProcessInstance(
-            instance_name,
-            model,
-            ctx.version_dir / filename,
-            ctx.version_dir,
-            [o.name for o in config.output],
-            config.model_transaction_policy.decoupled,
-            runner,
-        )
+        if inline == "auto" and (decoupled or _mentions_blocking_calls(host)):
+            runner.never_inline()
+        return InProcessInstance(host, outputs, runner)
+
+
+def _mentions_blocking_calls(host: ModelHost) -> bool:
+    try:
+        source = host.model_file.read_bytes()
+    except OSError:
+        return True
+    return any(word in source for word in _BLOCKING_CALLS)
 
 
 def _merge(config: ModelConfig, completed: dict[str, Any]) -> ModelConfig:

@@ -16,22 +16,30 @@ import traceback
 import types
 from pathlib import Path
 
-from . import _pb_utils
+import triton_python_backend_utils as _pb_utils
 
-__all__ = ["format_exception", "import_model_module"]
+__all__ = ["format_exception", "import_model_module", "install_pb_utils"]
 
 _IMPORT_LOCK = threading.Lock()
 PB_UTILS_NAME = "triton_python_backend_utils"
 
 
 def install_pb_utils() -> None:
-    """Make ``import triton_python_backend_utils`` resolve to our module."""
-    sys.modules[PB_UTILS_NAME] = _pb_utils
-    sys.modules["c_python_backend_utils"] = _pb_utils
+    """Make ``import triton_python_backend_utils`` (and Triton's ``c_python_backend_utils``)
+    resolve to our module."""
+    sys.modules.setdefault(PB_UTILS_NAME, _pb_utils)
+    sys.modules.setdefault("c_python_backend_utils", _pb_utils)
 
 
-def import_model_module(model_dir: Path, version: int, filename: str) -> types.ModuleType:
-    """A fresh module object for ``<model_dir>/<version>/<filename>`` (raises what it raises)."""
+def import_model_module(
+    model_dir: Path, version: int, filename: str, own_process: bool = False
+) -> types.ModuleType:
+    """A fresh module object for ``<model_dir>/<version>/<filename>`` (raises what it raises).
+
+    ``own_process``: the model has this interpreter to itself (a worker process), so its
+    package and ``sys.path`` entries stay, as in Triton's stub; otherwise they are taken
+    out again so models sharing the server's interpreter do not see each other's files.
+    """
     install_pb_utils()
     version_dir = model_dir / str(version)
     path = version_dir / filename
@@ -57,10 +65,14 @@ def import_model_module(model_dir: Path, version: int, filename: str) -> types.M
             spec.loader.exec_module(module)
             return module
         finally:
+            if own_process:
+                saved.clear()
+                added.clear()
             for k in [
                 k for k in sys.modules if k == package_name or k.startswith(package_name + ".")
             ]:
-                del sys.modules[k]
+                if not own_process:
+                    del sys.modules[k]
             sys.modules.update(saved)
             for p in added:
                 with contextlib.suppress(ValueError):
@@ -68,6 +80,7 @@ def import_model_module(model_dir: Path, version: int, filename: str) -> types.M
 
 
 _SERVER_DIR = str(Path(__file__).resolve().parents[2])
+_PB_DIR = str(Path(_pb_utils.__file__).resolve().parent)
 _RUNTIME_PARTS = ("concurrent/futures/", "asyncio/", "threading.py")
 
 
@@ -88,6 +101,8 @@ def format_exception(exc: BaseException, skip: int = 0) -> str:
     while frames and _is_server_frame(frames[0].filename):
         frames.pop(0)
     frames = frames[skip:]
+    while frames and frames[-1].filename.startswith(_PB_DIR):
+        frames.pop()  # pb_utils' own frames (C++ in Triton) are not shown
     if not frames:
         return text
     lines = "".join(f"  {f.filename}({f.lineno}): {f.name}\n" for f in reversed(frames))

@@ -1,7 +1,8 @@
-"""DLPack in and out of numpy for pb_utils.Tensor, including BF16.
+"""DLPack in and out of numpy for ``Tensor``, BF16 included.
 
-numpy cannot export or import bfloat16 over DLPack, so BF16 travels as a uint16 tensor
-whose DLPack dtype code is switched to kDLBfloat in the capsule (and back on import).
+numpy has no bfloat16, so a BF16 tensor keeps its data in a ``uint16`` array; over
+DLPack it travels as that array with the capsule's dtype code switched to kDLBfloat (and
+back on import). CPU memory only.
 """
 
 from __future__ import annotations
@@ -11,9 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ....utils._dtypes import BF16
-
-__all__ = ["array_from_dlpack", "capsule_of"]
+__all__ = ["array_from_dlpack", "capsule_of", "is_capsule"]
 
 _KDL_UINT = 1
 _KDL_BFLOAT = 4
@@ -48,17 +47,18 @@ _is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
 def _tensor_of(capsule: object) -> _DLTensor:
-    # DLManagedTensor starts with its DLTensor
+    # a DLManagedTensor starts with its DLTensor
     return _DLTensor.from_address(_get_pointer(capsule, b"dltensor"))
 
 
 def is_capsule(obj: object) -> bool:
+    """Whether ``obj`` is an unconsumed ``dltensor`` capsule."""
     return type(obj).__name__ == "PyCapsule" and bool(_is_valid(obj, b"dltensor"))
 
 
-def capsule_of(array: np.ndarray[Any, Any]) -> object:
-    """A ``dltensor`` capsule sharing ``array``'s memory (BF16 marked as kDLBfloat)."""
-    if array.dtype == BF16:
+def capsule_of(array: np.ndarray[Any, Any], bf16: bool = False) -> object:
+    """A ``dltensor`` capsule sharing ``array``'s memory (``bf16``: a uint16 array of BF16)."""
+    if bf16:
         capsule = array.view(np.uint16).__dlpack__()
         _tensor_of(capsule).dtype.code = _KDL_BFLOAT
         return capsule
@@ -76,11 +76,14 @@ class _Holder:
         return (1, 0)
 
 
-def array_from_dlpack(capsule: object) -> np.ndarray[Any, Any]:
-    """A numpy array over a CPU ``dltensor`` capsule's memory (consumes the capsule)."""
+def array_from_dlpack(capsule: object) -> tuple[np.ndarray[Any, Any], bool]:
+    """A numpy array over a CPU ``dltensor`` capsule's memory (consumes the capsule).
+
+    Returns ``(array, is_bf16)``; BF16 data comes back as a ``uint16`` array.
+    """
     tensor = _tensor_of(capsule)
     bf16 = tensor.dtype.code == _KDL_BFLOAT and tensor.dtype.bits == 16
     if bf16:
         tensor.dtype.code = _KDL_UINT
     array = np.from_dlpack(_Holder(capsule))  # type: ignore[arg-type]
-    return array.view(BF16) if bf16 else array
+    return array, bf16

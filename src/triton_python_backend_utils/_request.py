@@ -1,0 +1,504 @@
+"""Requests, responses, the response sender and BLS response iterators."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any, Protocol
+
+from . import _runtime
+from ._errors import TritonError, TritonModelException
+from ._helpers import (
+    TRITONSERVER_REQUEST_RELEASE_ALL,
+    TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+    MemoryType,
+)
+from ._tensor import Tensor
+
+__all__ = [
+    "InferenceRequest",
+    "InferenceResponse",
+    "InferenceResponseSender",
+    "InferenceTrace",
+    "PreferredMemory",
+    "RequestLink",
+    "ResponseIterator",
+]
+
+
+class RequestLink(Protocol):
+    """How a server-side request reaches back to the server (implemented by the backend)."""
+
+    decoupled: bool
+
+    def deliver(self, response: InferenceResponse | None, final: bool) -> None:
+        """Hand a response (and/or the FINAL flag) to the server."""
+        ...
+
+    def fail(self, message: str) -> None:
+        """Answer with a final error: the model failed (raised, returned a bad value)."""
+        ...
+
+    def is_cancelled(self) -> bool:
+        """Whether the server cancelled the request."""
+        ...
+
+
+def _check_parameters(parameters: Any, what: str) -> dict[str, bool | int | str]:
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, dict):
+        raise TritonModelException(f"{what} must be a dictionary, found type {type(parameters)}")
+    for k, v in parameters.items():
+        if not isinstance(k, str):
+            raise TritonModelException(
+                f"Expect parameters keys to have type str, found type {type(k)}"
+            )
+        if not isinstance(v, (bool, int, str)):
+            raise TritonModelException(
+                f"Expect parameters values to have type bool/int/str, found type {type(v)}"
+            )
+    return dict(parameters)
+
+
+# ----------------------------------------------------------------------------- responses
+
+
+class InferenceResponse:
+    """A model's answer to one request: output tensors, or an error.
+
+    ``InferenceResponse(output_tensors=[], error=None, parameters=None)``; with an error,
+    the tensors are not sent. ``parameters`` (a dict of bool/int/str) is a Triton 2.52+
+    feature; the generate endpoints show them in each response.
+    """
+
+    __slots__ = ("_error", "_outputs", "_parameters")
+
+    def __init__(
+        self,
+        output_tensors: list[Tensor] | tuple[Tensor, ...] = [],  # noqa: B006
+        error: TritonError | None = None,
+        parameters: dict[str, bool | int | str] | None = None,
+    ) -> None:
+        if not isinstance(output_tensors, (list, tuple)) or (
+            error is not None and not isinstance(error, TritonError)
+        ):
+            raise TypeError(
+                "__init__(): incompatible constructor arguments. The following argument "
+                "types are supported:\n    1. c_python_backend_utils.InferenceResponse("
+                "output_tensors: List[c_python_backend_utils.Tensor] = [], error: "
+                "c_python_backend_utils.TritonError = None, parameters: object = None)\n"
+            )
+        for t in output_tensors:
+            if not isinstance(t, Tensor):
+                raise TritonModelException("Output tensor should not be empty.")
+        self._outputs = list(output_tensors)
+        self._error = error
+        self._parameters = _check_parameters(parameters, "Response parameters")
+
+    def output_tensors(self) -> list[Tensor]:
+        """The output tensors."""
+        return self._outputs
+
+    def has_error(self) -> bool:
+        """Whether the response carries an error."""
+        return self._error is not None
+
+    def error(self) -> TritonError | None:
+        """The error, or None."""
+        return self._error
+
+    def parameters(self) -> str:
+        """The response parameters as a JSON object text."""
+        return json.dumps(self._parameters)
+
+    def __repr__(self) -> str:
+        if self._error is not None:
+            return f"InferenceResponse(error={self._error!r})"
+        return f"InferenceResponse({self._outputs!r})"
+
+
+class InferenceResponseSender:
+    """Sends responses for one request; get it with ``request.get_response_sender()``.
+
+    ``send(response=None, flags=0)`` from any thread, before or after ``execute``
+    returns; ``flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL`` closes the request.
+    Non-decoupled models may send one response and the FINAL flag (the response reaches
+    the client with the FINAL flag).
+    """
+
+    __slots__ = ("_closed", "_link", "_lock", "_pending", "_sent")
+
+    def __init__(self, link: RequestLink | None) -> None:
+        self._link = link
+        self._lock = threading.Lock()
+        self._sent = 0
+        self._closed = False
+        self._pending: InferenceResponse | None = None
+
+    def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
+        """Send ``response`` and/or the FINAL flag."""
+        if response is not None and not isinstance(response, InferenceResponse):
+            raise TypeError(
+                "send(): incompatible function arguments. The following argument types are "
+                "supported:\n    1. (self: c_python_backend_utils.InferenceResponseSender, "
+                "response: c_python_backend_utils.InferenceResponse = None, flags: int = 0) "
+                "-> None\n"
+            )
+        if flags not in (0, TRITONSERVER_RESPONSE_COMPLETE_FINAL):
+            raise TritonModelException("Unable to send response. Unsupported flag provided.")
+        if flags == 0 and response is None:
+            raise TritonModelException(
+                "Inference Response object must be provided when the response flags is set to zero."
+            )
+        self._send(response, flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+    def _send(self, response: InferenceResponse | None, final: bool) -> None:
+        link = self._link
+        if link is None:
+            raise TritonModelException(
+                "Unable to send response. Response sender has no reference to the decoupled "
+                "state of the model."
+            )
+        with self._lock:
+            if self._closed:
+                raise TritonModelException(
+                    "Unable to send response. Response sender has been closed."
+                )
+            if not link.decoupled:
+                if response is not None and self._sent:
+                    raise TritonModelException(
+                        "Unable to send response. Non-decoupled model cannot send more than one "
+                        "response."
+                    )
+                if response is None and not self._sent:
+                    raise TritonModelException(
+                        "Unable to send response. Non-decoupled model cannot send complete final "
+                        "before sending a response."
+                    )
+            if response is not None:
+                self._sent += 1
+            if final:
+                self._closed = True
+            if not link.decoupled:
+                if not final:
+                    self._pending = response
+                    return
+                if response is None:
+                    response, self._pending = self._pending, None
+            link.deliver(response, final)
+
+    def is_cancelled(self) -> bool:
+        """Whether the request was cancelled (its responses are then dropped)."""
+        return self._link is not None and self._link.is_cancelled()
+
+
+# ----------------------------------------------------------------------------- misc
+
+
+class InferenceTrace:
+    """Trace context of a request (``get_context()`` is None: no tracing here)."""
+
+    __slots__ = ()
+
+    def get_context(self) -> str | None:
+        return None
+
+
+class PreferredMemory:
+    """Where BLS outputs should live (CPU-only here: accepted, not used)."""
+
+    __slots__ = ("preferred_device_id", "preferred_memory_type")
+
+    def __init__(self, preferred_memory_type: MemoryType, preferred_device_id: int = 0) -> None:
+        if not isinstance(preferred_memory_type, MemoryType) or not isinstance(
+            preferred_device_id, int
+        ):
+            raise TypeError("__init__(): incompatible constructor arguments")
+        self.preferred_memory_type = preferred_memory_type
+        self.preferred_device_id = preferred_device_id
+
+
+class ResponseIterator:
+    """The responses of ``exec(decoupled=True)``, as the callee sends them.
+
+    Iterating blocks until the next response. A callee ending with a bare FINAL flag
+    yields one last response without outputs. Iterating again replays the responses.
+    """
+
+    def __init__(self, stream: _runtime.ResponseStream) -> None:
+        self._stream = stream
+        self._seen: list[InferenceResponse] = []
+        self._index = 0
+        self._done = False
+
+    def __iter__(self) -> ResponseIterator:
+        self._index = 0
+        return self
+
+    def _take(self, item: _runtime.StreamItem) -> InferenceResponse:
+        response, final = item
+        if response is None:
+            response = InferenceResponse()
+        if final:
+            self._done = True
+        self._seen.append(response)
+        return response
+
+    def __next__(self) -> InferenceResponse:
+        if self._index < len(self._seen):
+            self._index += 1
+            return self._seen[self._index - 1]
+        if self._done:
+            raise StopIteration
+        response = self._take(self._stream.get())
+        self._index += 1
+        return response
+
+    async def _first(self) -> ResponseIterator:
+        self._take(await self._stream.aget())
+        return self
+
+    def cancel(self) -> None:
+        """Ask the callee to stop (its request becomes cancelled)."""
+        hook = self._stream.cancel_hook
+        if hook is not None and not self._done:
+            hook()
+
+
+# ----------------------------------------------------------------------------- requests
+
+_REQUIRED = (
+    "__init__(): incompatible constructor arguments. The following argument types are "
+    "supported:\n    1. c_python_backend_utils.InferenceRequest(request_id: str = '', "
+    "correlation_id: object = 0, inputs: List[c_python_backend_utils.Tensor], "
+    "requested_output_names: List[str], model_name: str, model_version: int = -1, flags: "
+    "int = 0, timeout: int = 0, preferred_memory: c_python_backend_utils.PreferredMemory = "
+    "<c_python_backend_utils.PreferredMemory object>, trace: c_python_backend_utils."
+    "InferenceTrace = <c_python_backend_utils.InferenceTrace object>, parameters: object = "
+    "None)\n"
+)
+
+
+class InferenceRequest:
+    """A request handed to ``execute``, or built by a model for a BLS call.
+
+    BLS: ``InferenceRequest(model_name=..., inputs=[...], requested_output_names=[...],
+    request_id="", correlation_id=0, model_version=-1, flags=0, timeout=0 (µs),
+    preferred_memory=None, trace=None, parameters=None)``, then ``exec()`` or
+    ``await async_exec()``.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_correlation_id",
+        "_flags",
+        "_handle",
+        "_inputs",
+        "_link",
+        "_model_name",
+        "_model_version",
+        "_param_dict",
+        "_parameters",
+        "_release_flags",
+        "_request_id",
+        "_requested",
+        "_sender",
+        "_timeout",
+    )
+
+    def __init__(
+        self,
+        request_id: str = "",
+        correlation_id: int | str = 0,
+        inputs: list[Tensor] | None = None,
+        requested_output_names: list[str] | None = None,
+        model_name: str | bytes | None = None,
+        model_version: int = -1,
+        flags: int = 0,
+        timeout: int = 0,
+        preferred_memory: PreferredMemory | None = None,
+        trace: InferenceTrace | None = None,
+        parameters: dict[str, bool | int | str] | None = None,
+    ) -> None:
+        if (
+            inputs is None
+            or requested_output_names is None
+            or model_name is None
+            or correlation_id is None
+            or not isinstance(request_id, str)
+            or not isinstance(inputs, (list, tuple))
+            or not isinstance(requested_output_names, (list, tuple, set))
+            or not isinstance(model_name, (str, bytes))
+            or isinstance(model_version, bool)
+            or not isinstance(model_version, int)
+            or not isinstance(flags, int)
+            or not isinstance(timeout, int)
+            or (preferred_memory is not None and not isinstance(preferred_memory, PreferredMemory))
+            or (trace is not None and not isinstance(trace, InferenceTrace))
+        ):
+            raise TypeError(_REQUIRED)
+        if isinstance(model_name, bytes):
+            model_name = model_name.decode("utf-8", "replace")
+        for n in requested_output_names:
+            if not isinstance(n, str):
+                raise TypeError(_REQUIRED)
+        if isinstance(correlation_id, bool) or not isinstance(correlation_id, (int, str)):
+            raise TritonModelException("Correlation ID must be integer or string")
+        for t in inputs:
+            if not isinstance(t, Tensor):
+                if t is None:
+                    raise TritonModelException(
+                        f"Input tensor for request with id '{request_id}' and model name "
+                        f"'{model_name}' should not be empty."
+                    )
+                raise TypeError(_REQUIRED)
+        for n in requested_output_names:
+            if n == "":
+                raise TritonModelException(
+                    f"Requested output name for request with id '{request_id}' and model "
+                    f"name '{model_name}' should not be empty."
+                )
+        params = _check_parameters(parameters, "Parameters")
+        self._request_id = request_id
+        self._correlation_id = correlation_id
+        self._inputs = list(inputs)
+        self._requested = set(requested_output_names)
+        self._model_name = model_name
+        self._model_version = model_version
+        self._flags = flags
+        self._timeout = timeout
+        self._param_dict = params
+        self._parameters = json.dumps(params)
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        self._sender = InferenceResponseSender(None)
+        self._link: RequestLink | None = None
+        self._handle: Any = None
+
+    @classmethod
+    def _server_side(
+        cls,
+        request_id: str,
+        correlation_id: int | str,
+        inputs: list[Tensor],
+        requested: set[str],
+        flags: int,
+        timeout: int,
+        parameters: str,
+        link: RequestLink,
+    ) -> InferenceRequest:
+        """A request as ``execute`` receives it (built by the backend)."""
+        self = cls.__new__(cls)
+        self._request_id = request_id
+        self._correlation_id = correlation_id
+        self._inputs = inputs
+        self._requested = requested
+        self._model_name = ""
+        self._model_version = -1
+        self._flags = flags
+        self._timeout = timeout
+        self._param_dict = {}
+        self._parameters = parameters
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        self._sender = InferenceResponseSender(link)
+        self._link = link
+        self._handle = None
+        return self
+
+    # ------------------------------------------------------------------ accessors
+
+    def inputs(self) -> list[Tensor]:
+        """The input tensors, in the order the client sent them."""
+        return self._inputs
+
+    def request_id(self) -> str:
+        """The request id (``""`` when none was given)."""
+        return self._request_id
+
+    def correlation_id(self) -> int | str:
+        """The sequence id (0 outside sequences; a str for string sequence ids)."""
+        return self._correlation_id
+
+    def flags(self) -> int:
+        """Sequence flags: SEQUENCE_START=1 | SEQUENCE_END=2."""
+        return self._flags
+
+    def set_flags(self, flags: int) -> None:
+        """Overwrite the flags (for BLS requests)."""
+        self._flags = flags
+
+    def parameters(self) -> str:
+        """The request parameters as a JSON object text."""
+        return self._parameters
+
+    def requested_output_names(self) -> set[str]:
+        """The outputs the client asked for (all config outputs when it asked for none)."""
+        return self._requested
+
+    def timeout(self) -> int:
+        """The client's timeout in microseconds (0: none)."""
+        return self._timeout
+
+    def is_cancelled(self) -> bool:
+        """Whether the request was cancelled (always False for BLS-built requests)."""
+        return self._link is not None and self._link.is_cancelled()
+
+    def get_response_sender(self) -> InferenceResponseSender:
+        """This request's response sender (always the same object)."""
+        return self._sender
+
+    def set_release_flags(self, flags: int) -> None:
+        """TRITONSERVER_REQUEST_RELEASE_RESCHEDULE queues this request again after execute
+        (``sequence_batching { iterative_sequence: true }`` models)."""
+        self._release_flags = flags
+
+    def trace(self) -> InferenceTrace:
+        """The request's trace (no context here)."""
+        return InferenceTrace()
+
+    # ------------------------------------------------------------------ BLS
+
+    def exec(self, decoupled: bool = False) -> Any:
+        """Run this request on ``model_name`` and wait: an InferenceResponse, or with
+        ``decoupled=True`` an iterator of them. Errors come back as error responses."""
+        runtime = _runtime.current()
+        runtime.check_bls()
+        stream = runtime.infer(self, bool(decoupled))
+        if decoupled:
+            return ResponseIterator(stream)
+        return _single(stream.get)
+
+    def async_exec(self, decoupled: bool = False) -> asyncio.Future[Any]:
+        """Like :meth:`exec`, as an awaitable; call it inside ``async def execute``."""
+        loop = asyncio.get_running_loop()
+        runtime = _runtime.current()
+        runtime.check_bls()
+        stream = runtime.infer(self, bool(decoupled))
+        if decoupled:
+            return asyncio.ensure_future(ResponseIterator(stream)._first(), loop=loop)
+        return asyncio.ensure_future(_single_async(stream), loop=loop)
+
+    def __repr__(self) -> str:
+        name = f"model_name={self._model_name!r}, " if self._model_name else ""
+        return f"InferenceRequest({name}request_id={self._request_id!r}, inputs={self._inputs!r})"
+
+
+def _single(get: Any) -> InferenceResponse:
+    first: InferenceResponse | None = None
+    while True:
+        response, final = get()
+        if first is None and response is not None:
+            first = response
+        if final:
+            return first if first is not None else InferenceResponse()
+
+
+async def _single_async(stream: _runtime.ResponseStream) -> InferenceResponse:
+    first: InferenceResponse | None = None
+    while True:
+        response, final = await stream.aget()
+        if first is None and response is not None:
+            first = response
+        if final:
+            return first if first is not None else InferenceResponse()

@@ -1,0 +1,179 @@
+"""In-process isolation: model instances run inside the server's interpreter.
+
+Each instance has its own imported copy of ``model.py`` and its own thread (or runs
+inline on the event loop when its calls are quick, see :mod:`._runner`). pdb,
+breakpoints and coverage see the model code as any other code of the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
+
+from ...core._types import ExecutionTimes, InferRequest, InferResponse
+from ._convert import core_error, core_response, params_json, pb_tensor, requested_names
+from ._execution import ModelHost
+from ._runner import InstanceRunner
+
+__all__ = ["InProcessInstance"]
+
+
+class _Link:
+    """A request's way back to the server, in the server's own process."""
+
+    __slots__ = (
+        "_lock",
+        "_loop",
+        "_result",
+        "_waiter",
+        "decoupled",
+        "failed",
+        "loop_thread",
+        "req",
+        "wanted",
+    )
+
+    def __init__(
+        self,
+        req: InferRequest,
+        decoupled: bool,
+        wanted: set[str],
+        loop: asyncio.AbstractEventLoop,
+        loop_thread: int,
+    ) -> None:
+        self.req = req
+        self.decoupled = decoupled
+        self.wanted = wanted
+        self._loop = loop
+        self.loop_thread = loop_thread
+        self._lock = threading.Lock()
+        self._result: InferResponse | None = None
+        self._waiter: asyncio.Future[InferResponse] | None = None
+        self.failed = False
+
+    # called from model threads (or inline on the loop)
+    def deliver(self, response: InferenceResponse | None, final: bool) -> None:
+        core = core_response(response, self.wanted) if response is not None else None
+        self._hand(core, final)
+
+    def fail(self, message: str) -> None:
+        self.failed = True
+        self._hand(core_error(message), True)
+
+    def _hand(self, core: InferResponse | None, final: bool) -> None:
+        if self.decoupled:
+            stream = self.req.response_stream
+            if stream is None:
+                if core is not None and core.error is not None and self._result is None:
+                    self._result = core  # no stream (warm-up): keep the first error
+                return
+            if threading.get_ident() == self.loop_thread:
+                stream.put(core, final)
+            else:
+                self._loop.call_soon_threadsafe(stream.put, core, final)
+            return
+        assert core is not None and final
+        with self._lock:
+            waiter = self._waiter
+            if waiter is None:
+                self._result = core
+                return
+        if threading.get_ident() == self.loop_thread:
+            if not waiter.done():
+                waiter.set_result(core)
+        else:
+            self._loop.call_soon_threadsafe(_set, waiter, core)
+
+    def is_cancelled(self) -> bool:
+        return self.req.cancelled
+
+    # on the loop
+    async def result(self) -> InferResponse:
+        with self._lock:
+            if self._result is not None:
+                return self._result
+            self._waiter = self._loop.create_future()
+        return await self._waiter
+
+
+def _set(fut: asyncio.Future[InferResponse], value: InferResponse) -> None:
+    if not fut.done():
+        fut.set_result(value)
+
+
+class InProcessInstance:
+    """Implements :class:`~tritonhttp.server.core._backend_api.ModelInstance` in-process."""
+
+    def __init__(self, host: ModelHost, output_names: list[str], runner: InstanceRunner) -> None:
+        self.name = host.instance_name
+        self.host = host
+        self._outputs = set(output_names)
+        self._decoupled = host.decoupled
+        self._runner = runner
+
+    async def execute(
+        self, requests: list[InferRequest], times: ExecutionTimes
+    ) -> list[InferResponse]:
+        t0 = time.monotonic_ns()
+        loop = asyncio.get_running_loop()
+        ident = threading.get_ident()
+        links: list[_Link] = []
+        pb_requests: list[InferenceRequest] = []
+        decoupled = self._decoupled
+        for req in requests:
+            wanted = requested_names(req, self._outputs)
+            link = _Link(req, decoupled, wanted, loop, ident)
+            links.append(link)
+            inputs = [pb_tensor(t.name, t.datatype, t.array) for t in req.inputs.values()]  # type: ignore[arg-type]
+            pb_requests.append(
+                InferenceRequest._server_side(
+                    req.id,
+                    req.correlation_id,
+                    inputs,
+                    wanted,
+                    req.flags,
+                    req.timeout_us,
+                    params_json(req),
+                    link,
+                )
+            )
+        t1 = time.monotonic_ns()
+        times.input_ns = t1 - t0
+        runner = self._runner
+        try:
+            if runner.inline:
+                flags = runner.run_inline(self.host.execute, pb_requests)
+            else:
+                flags = await runner.run(self.host.execute, pb_requests)
+        except BaseException as e:  # KeyboardInterrupt / cancellation
+            for link in links:
+                link.fail(self.host.fail_text(f"{type(e).__name__}: {e}"))
+            if isinstance(e, Exception):
+                flags = [False] * len(requests)
+            else:
+                raise
+        if self.host.uses_async:
+            runner.never_inline()
+        t2 = time.monotonic_ns()
+        times.infer_ns = t2 - t1
+        out: list[InferResponse] = []
+        for link, rescheduled in zip(links, flags, strict=True):
+            if rescheduled:
+                out.append(InferResponse(rescheduled=True))
+            elif decoupled:
+                out.append(link._result or InferResponse(failed=link.failed))
+            else:
+                out.append(link._result or await link.result())
+        times.output_ns = time.monotonic_ns() - t2
+        return out
+
+    async def is_ready(self) -> bool | None:
+        """The model's own ``is_ready()`` answer (None: it has none)."""
+        return await asyncio.get_running_loop().run_in_executor(None, self.host.is_ready)
+
+    async def finalize(self) -> None:
+        await self._runner.run(self.host.finalize, may_inline=False)
+        self._runner.close()

@@ -1,0 +1,96 @@
+"""Backend options (``--backend-config=python,<key>=<value>``) and per-model parameters."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from ...core._errors import Code, CoreError
+from ...core.model_config_pb2 import ModelConfig
+
+__all__ = ["ISOLATION_PARAMETER", "BackendSettings"]
+
+MIB = 1024 * 1024
+#: model config parameter choosing the isolation of one model ("process" / "in-process")
+ISOLATION_PARAMETER = "ISOLATION"
+_ISOLATIONS = ("process", "in-process")
+_INLINE = ("auto", "always", "never")
+
+
+def _int(values: dict[str, str], key: str, default: int) -> int:
+    text = values.get(key)
+    if text is None:
+        return default
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise CoreError(
+            f"failed to parse backend config '{key}': '{text}' is not an integer",
+            Code.INVALID_ARG,
+        ) from None
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """The python backend's options, checked as Triton checks them (at each model load)."""
+
+    isolation: str = "process"
+    inline: str = "auto"
+    shm_default: int = MIB
+    shm_growth: int = MIB
+    stub_timeout_s: float = 30.0
+    shm_prefix: str = "triton_python_backend_shm_region_"
+    python: str = sys.executable
+
+    @classmethod
+    def parse(cls, values: dict[str, str]) -> BackendSettings:
+        """Raises CoreError with the load error Triton gives for a bad value."""
+        shm_default = _int(values, "shm-default-byte-size", MIB)
+        if shm_default < MIB:
+            # Triton 2.51's text says "4 MiBs" while it checks 1 MiB; this says what it checks
+            raise CoreError("shm-default-byte-size can't be smaller than 1 MiB", Code.INVALID_ARG)
+        growth = _int(values, "shm-growth-byte-size", MIB)
+        if growth <= 0:
+            raise CoreError(
+                "shm-growth-byte-size can't be smaller than or equal to zero.", Code.INVALID_ARG
+            )
+        timeout = _int(values, "stub-timeout-seconds", 30)
+        if timeout <= 0:
+            raise CoreError(
+                "stub-timeout-seconds can't be smaller than or equal to zero.", Code.INVALID_ARG
+            )
+        prefix = values.get("shm-region-prefix-name", "triton_python_backend_shm_region_")
+        if not prefix:
+            raise CoreError(
+                "shm-region-prefix-name must at least contain one character.", Code.INVALID_ARG
+            )
+        if "/" in prefix:
+            raise CoreError("shm-region-prefix-name must not contain '/'.", Code.INVALID_ARG)
+        _int(values, "thread-pool-size", 32)  # accepted; workers need no thread pool here
+        isolation = values.get("isolation", "process")
+        if isolation not in _ISOLATIONS:
+            raise CoreError(
+                f"unknown isolation '{isolation}' (expected 'process' or 'in-process')",
+                Code.INVALID_ARG,
+            )
+        inline = values.get("inline-execution", "auto")
+        if inline not in _INLINE:
+            raise CoreError(
+                f"unknown inline-execution '{inline}' (expected 'auto', 'always' or 'never')",
+                Code.INVALID_ARG,
+            )
+        return cls(isolation, inline, shm_default, growth, float(timeout), prefix)
+
+    def isolation_of(self, config: ModelConfig) -> str:
+        """The model's isolation: its ``ISOLATION`` parameter, else the server's."""
+        param = config.parameters.get(ISOLATION_PARAMETER)
+        if param is None:
+            return self.isolation
+        value = param.string_value.strip()
+        if value not in _ISOLATIONS:
+            raise CoreError(
+                f"unknown value '{value}' for parameter '{ISOLATION_PARAMETER}' (expected "
+                "'process' or 'in-process')",
+                Code.INVALID_ARG,
+            )
+        return value

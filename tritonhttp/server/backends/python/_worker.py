@@ -1,0 +1,443 @@
+"""A worker process: runs one model instance (or one ``auto_complete_config``) for the
+server, as Triton's ``triton_python_backend_stub`` does.
+
+Started by :mod:`._process` as a fresh interpreter (``python -I _worker_boot.py``);
+imports only the standard library, numpy, ``triton_python_backend_utils`` and the
+modules of this folder that need nothing else.
+
+Threads: the main thread runs ``initialize``/``execute``/``finalize``. Any thread that
+waits for the server (the main thread between batches, a model thread in a BLS call or
+``is_cancelled()``) reads the control socket itself when nobody else does, and hands
+what it reads to whoever it is for ("leader/follower"), so a request costs no thread
+hand-off here.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import select
+import signal
+import socket
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from triton_python_backend_utils import _runtime
+from triton_python_backend_utils._errors import ErrorCode, TritonError, TritonModelException
+from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
+from triton_python_backend_utils._tensor import Tensor, bytes_items
+
+from ._arena import Consumer, Producer
+from ._execution import ModelError, ModelHost, auto_complete, load_model_class
+from ._ipc import FrameReader, TensorDesc, encode, read_tensor, recv_fd, send_fd, write_tensor
+
+__all__ = ["main"]
+
+#: messages the main thread handles (the rest are handled by whoever reads them)
+_MAIN = frozenset(("setup", "exec", "fini", "isready", "init", "autocomplete"))
+
+
+class Channel:
+    """The worker's end of the control socket, shared by all its threads."""
+
+    def __init__(self, sock: socket.socket, fd_sock: socket.socket) -> None:
+        self.sock = sock
+        self.fd_sock = fd_sock
+        self._send_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._reading = False
+        self._frames = FrameReader()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.inbox: collections.deque[Any] = collections.deque()
+        self.replies: dict[int, Any] = {}
+        self.route: Callable[[Any], None] = lambda m: None
+        self.closed = False
+
+    def send(self, message: Any) -> None:
+        data = encode(message)
+        with self._send_lock:
+            self.sock.sendall(data)
+
+    def send_segment(self, segment_id: int, fd: int, size: int) -> None:
+        with self._send_lock:
+            send_fd(self.fd_sock, fd)
+            self.sock.sendall(encode(("seg", segment_id, size)))
+
+    def wake(self) -> None:
+        """Make the reading thread re-check its condition (something else changed)."""
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._wake_w, b"w")
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait_until(self, ready: Callable[[], bool]) -> None:
+        """Block until ``ready()``; read and route messages meanwhile when nobody else
+        does."""
+        cond = self._cond
+        with cond:
+            while not ready():
+                if self._reading:
+                    cond.wait()
+                    continue
+                self._reading = True
+                cond.release()
+                try:
+                    messages = self._read()
+                finally:
+                    cond.acquire()
+                    self._reading = False
+                for m in messages:
+                    if m[0] in _MAIN:
+                        self.inbox.append(m)
+                    else:
+                        self.route(m)
+                cond.notify_all()
+
+    def _read(self) -> list[Any]:
+        while True:
+            fds: list[Any] = [self.sock.fileno(), self._wake_r]
+            ready, _, _ = select.select(fds, [], [])
+            if self._wake_r in ready:
+                try:
+                    while os.read(self._wake_r, 4096):
+                        pass
+                except BlockingIOError:
+                    pass
+                if fds[0] not in ready:
+                    return []
+            data = self.sock.recv(1 << 18)
+            if not data:
+                # the server is gone: nothing left to do for anyone
+                os._exit(0)
+            messages = self._frames.feed(data)
+            if messages:
+                return messages
+
+    def next_main(self) -> Any:
+        """The next message for the main thread."""
+        self.wait_until(lambda: bool(self.inbox))
+        with self._cond:
+            return self.inbox.popleft()
+
+
+class _Link:
+    """A request's way back to the server from this worker."""
+
+    __slots__ = ("decoupled", "token", "wanted", "worker")
+
+    def __init__(self, worker: Worker, token: int, decoupled: bool, wanted: set[str]) -> None:
+        self.worker = worker
+        self.token = token
+        self.decoupled = decoupled
+        self.wanted = wanted
+
+    def deliver(self, response: InferenceResponse | None, final: bool) -> None:
+        self.worker.respond(self, self.worker.encode_response(response, self.wanted), final, False)
+
+    def fail(self, message: str) -> None:
+        self.worker.respond(self, (0, ErrorCode.INTERNAL.value, message), True, True)
+
+    def is_cancelled(self) -> bool:
+        return bool(self.worker.call("cancelled", self.token))
+
+
+class WorkerRuntime(_runtime.Runtime):
+    """pb_utils' runtime inside a worker: everything goes to the server."""
+
+    def __init__(self, worker: Worker) -> None:
+        super().__init__()
+        self.worker = worker
+
+    def instance_name(self) -> str:
+        return self.worker.instance_name
+
+    def model_dir(self) -> str:
+        host = self.worker.host
+        return host.model_dir if host is not None else ""
+
+    def log(self, level: int, message: str, file: str, line: int) -> None:
+        self.worker.channel.send(("log", level, message, file, line))
+
+    def check_bls(self) -> None:
+        host = self.worker.host
+        if host is None or host.phase != "ready":
+            raise TritonModelException("BLS is only supported during the 'execute' function.")
+
+    def infer(self, request: InferenceRequest, decoupled: bool) -> _runtime.ResponseStream:
+        return self.worker.bls(request, decoupled)
+
+    def load_model(self, name: str, config: str, files: dict[str, bytes]) -> None:
+        self.worker.call("load", name, config, files)
+
+    def unload_model(self, name: str, unload_dependents: bool) -> None:
+        self.worker.call("unload", name, unload_dependents)
+
+    def is_model_ready(self, name: str, version: str) -> bool:
+        return bool(self.worker.call("ready", name, version))
+
+    def family_create(self, name: str, description: str, kind: int) -> int:
+        return int(self.worker.call("family", name, description, kind))
+
+    def family_delete(self, family_id: int) -> None:
+        self.worker.channel.send(("family_del", family_id))
+
+    def metric_create(
+        self, family_id: int, labels: dict[str, str], buckets: list[float] | None
+    ) -> int:
+        return int(self.worker.call("metric", family_id, labels, buckets))
+
+    def metric_delete(self, metric_id: int) -> None:
+        self.worker.channel.send(("metric_del", metric_id))
+
+    def metric_update(self, metric_id: int, op: int, value: float) -> None:
+        self.worker.channel.send(("metric_op", metric_id, op, value))
+
+    def metric_value(self, metric_id: int) -> float:
+        return float(self.worker.call("metric_value", metric_id))
+
+
+class Worker:
+    """The worker's state: channel, arenas, the model host."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.inputs = Consumer()  # server -> worker tensors
+        self.outputs: Producer | None = None  # worker -> server tensors
+        self.host: ModelHost | None = None
+        self.instance_name = ""
+        self._next_call = 1
+        self._call_lock = threading.Lock()
+        self._streams: dict[int, _runtime.ResponseStream] = {}
+        self._main = threading.get_ident()
+        self._batch: list[Any] | None = None
+        channel.route = self.route
+
+    # ------------------------------------------------------------------ messages
+
+    def route(self, m: Any) -> None:
+        kind = m[0]
+        if kind == "reply":
+            self.channel.replies[m[1]] = m[2]
+        elif kind == "bls_resp":
+            stream = self._streams.get(m[1])
+            if stream is not None:
+                if m[3]:
+                    del self._streams[m[1]]
+                stream.push(self.decode_response(m[2]), m[3])
+        elif kind == "seg":
+            self.inputs.add(m[1], recv_fd(self.channel.fd_sock), m[2])
+        elif kind == "unseg":
+            self.inputs.drop(m[1])
+
+    def _new_call(self) -> int:
+        with self._call_lock:
+            n = self._next_call
+            self._next_call += 1
+            return n
+
+    def call(self, op: str, *args: Any) -> Any:
+        """A request to the server that waits for its answer (errors raised)."""
+        call_id = self._new_call()
+        replies = self.channel.replies
+        self.channel.send(("call", call_id, op, args))
+        self.channel.wait_until(lambda: call_id in replies)
+        ok, value = replies.pop(call_id)
+        if not ok:
+            raise TritonModelException(value)
+        return value
+
+    # ------------------------------------------------------------------ tensors
+
+    def tensor_out(self, tensor: Tensor) -> TensorDesc:
+        assert self.outputs is not None
+        array = tensor._array
+        if tensor._wire == "BYTES":
+            items = tensor._items if tensor._items is not None else bytes_items(array)
+            return write_tensor(self.outputs, tensor._name, "BYTES", array.shape, items)
+        return write_tensor(self.outputs, tensor._name, tensor._wire, array.shape, array)
+
+    def tensor_in(self, desc: TensorDesc) -> Tensor:
+        return Tensor._wrap(desc[0], desc[1], read_tensor(self.inputs, desc))
+
+    def encode_response(self, response: InferenceResponse | None, wanted: set[str] | None) -> Any:
+        if response is None:
+            return None
+        error = response._error
+        if error is not None:
+            return (0, error.code().value, error.message())
+        tensors = [
+            self.tensor_out(t) for t in response._outputs if wanted is None or t._name in wanted
+        ]
+        return (1, tensors, response._parameters or None)
+
+    def decode_response(self, desc: Any) -> InferenceResponse | None:
+        if desc is None:
+            return None
+        if desc[0] == 0:
+            return InferenceResponse(error=TritonError(desc[2], ErrorCode(desc[1])))
+        out = InferenceResponse([self.tensor_in(d) for d in desc[1]])
+        if desc[2]:
+            out._parameters = desc[2]
+        return out
+
+    # ------------------------------------------------------------------ answers
+
+    def respond(self, link: _Link, desc: Any, final: bool, failed: bool) -> None:
+        batch = self._batch
+        if (
+            batch is not None
+            and final
+            and not link.decoupled
+            and threading.get_ident() == self._main
+        ):
+            batch.append((link.token, desc, failed))
+            return
+        self.channel.send(("resp", link.token, desc, final, failed))
+
+    def bls(self, request: InferenceRequest, decoupled: bool) -> _runtime.ResponseStream:
+        call_id = self._new_call()
+        stream = _runtime.ResponseStream(self.channel.wait_until)
+        stream.cancel_hook = lambda: self.channel.send(("bls_cancel", call_id))
+        self._streams[call_id] = stream
+        tensors = [self.tensor_out(t) for t in request._inputs]
+        self.channel.send(
+            (
+                "bls", call_id, request._model_name, request._model_version, decoupled,
+                (request._request_id, request._correlation_id, request._flags,
+                 request._timeout, request._param_dict, sorted(request._requested), tensors),
+            )
+        )  # fmt: skip
+        return stream
+
+    # ------------------------------------------------------------------ roles
+
+    def setup(self, settings: dict[str, Any]) -> None:
+        self.outputs = Producer(
+            settings["prefix"],
+            settings["default_size"],
+            settings["growth"],
+            self.channel.send_segment,
+            lambda sid: self.channel.send(("unseg", sid)),
+        )
+
+    def run_autocomplete(self, m: Any) -> None:
+        _, model_dir, version, filename, model_name, config_json = m
+        try:
+            cls, _ = load_model_class(Path(model_dir), version, filename, own_process=True)
+            completed = auto_complete(cls, model_name, config_json)
+        except ModelError as e:
+            self.channel.send(("init_error", str(e)))
+            return
+        self.channel.send(("ac", completed))
+
+    def run_instance(self, m: Any) -> None:
+        _, model_dir, version, filename, instance_name, decoupled, args = m
+        self.instance_name = instance_name
+        _runtime.install(WorkerRuntime(self))
+        try:
+            cls, path = load_model_class(Path(model_dir), version, filename, own_process=True)
+            host = ModelHost(cls, path, instance_name, decoupled, block=self._block)
+            host.exit_on_system_exit = True
+            self.host = host
+            host.initialize(args)
+        except ModelError as e:
+            self.channel.send(("init_error", str(e)))
+            return
+        self.channel.send(("ready", os.getpid()))
+        while True:
+            m = self.channel.next_main()
+            kind = m[0]
+            if kind == "exec":
+                self.execute(m[1], m[2])
+            elif kind == "isready":
+                self.channel.send(("reply", m[1], host.is_ready()))
+            elif kind == "fini":
+                host.finalize()
+                self.channel.send(("fini_done",))
+                return
+
+    def _block(self, fut: Any) -> Any:
+        fut.add_done_callback(lambda _: self.channel.wake())
+        self.channel.wait_until(fut.done)
+        return fut.result()
+
+    def execute(self, batch_id: int, descs: list[Any]) -> None:
+        host = self.host
+        assert host is not None
+        decoupled = host.decoupled
+        requests = []
+        for token, rid, cid, flags, timeout, params, wanted, tensors in descs:
+            wanted_set = set(wanted)
+            requests.append(
+                InferenceRequest._server_side(
+                    rid,
+                    cid,
+                    [self.tensor_in(d) for d in tensors],
+                    wanted_set,
+                    flags,
+                    timeout,
+                    params,
+                    _Link(self, token, decoupled, wanted_set),
+                )
+            )
+        batch: list[Any] = []
+        self._batch = batch
+        try:
+            flags_out = host.execute(requests)
+        finally:
+            self._batch = None
+        del requests
+        self.channel.send(("done", batch_id, batch, flags_out))
+
+
+def _die_with_parent() -> None:
+    """Linux: be killed when the server process goes (whatever way it ends)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
+def main(argv: list[str]) -> int:
+    """``<control fd> <descriptor fd>``: serve the server until it says goodbye."""
+    _die_with_parent()
+    parent = int(argv[2]) if len(argv) > 2 else 0
+    if parent and os.getppid() != parent:
+        return 0
+    # Triton's stubs ignore these: the server decides when an instance ends.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sock = socket.socket(fileno=int(argv[0]))
+    fd_sock = socket.socket(fileno=int(argv[1]))
+    channel = Channel(sock, fd_sock)
+    worker = Worker(channel)
+    try:
+        while True:
+            m = channel.next_main()
+            kind = m[0]
+            if kind == "setup":
+                worker.setup(m[1])
+            elif kind == "autocomplete":
+                worker.run_autocomplete(m)
+                return 0
+            elif kind == "init":
+                worker.run_instance(m)
+                return 0
+    except BaseException:
+        if isinstance(sys.exc_info()[1], SystemExit):
+            raise
+        traceback.print_exc()
+        return 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()

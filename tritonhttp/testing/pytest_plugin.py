@@ -1,0 +1,1 @@
+"""pytest fixtures for testing Triton Python models (placeholder, filled below)."""
