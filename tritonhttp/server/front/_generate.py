@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 from .. import _json
+from ..core._bridge import decoupled_responses
 from ..core._core import ServerCore
 from ..core._errors import Code, CoreError
+from ..core._model import ModelVersion
 from ..core._repository import parse_version
-from ..core._types import InferRequest, InputTensor, OutputTensor
+from ..core._types import InferRequest, InferResponse, InputTensor, OutputTensor
 from ._http import Receive, Scope, Send, error_body, parse_json, read_body, send_error
 from ._infer import _json_data
 
@@ -130,33 +134,101 @@ async def handle_generate(
     except CoreError as e:
         await send_error(send, e)
         return
+    if model.decoupled:
+        await _send_decoupled(model, req, receive, send, stream)
+        return
     response = await model.infer(req)
-    content_type = b"text/event-stream; charset=utf-8" if stream else b"application/json"
-    headers = [(b"content-type", content_type), (b"transfer-encoding", b"chunked")]
-    status = 400 if response.error else 200
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    if response.error is not None:
-        body = error_body(response.error.message)
-    else:
-        fields: dict[str, str] = {}
-        for out in response.outputs:
-            if out.datatype in ("FP16", "BF16"):
-                fields = {}
-                body = error_body(f"sending {out.datatype} data via JSON is not supported")
-                break
-            fields[out.name] = _scalar_or_list(out)
-        else:
-            for k, v in (response.parameters or {}).items():
-                fields[k] = _json.dumps(v).decode()
-            if req.id:
-                fields["id"] = _json.escape_str(req.id)
-            fields["model_name"] = _json.escape_str(model.name)
-            fields["model_version"] = f'"{model.version}"'
-            ordered = sorted(fields.items(), key=lambda kv: kv[0].encode())
-            body = ("{" + ",".join(f"{_json.escape_str(k)}:{v}" for k, v in ordered) + "}").encode(
-                "utf-8", "surrogateescape"
-            )
+    status, body = _response_body(response, req, model)
+    await _start(send, stream, 200 if status == 200 else 400)
     if stream:
         body = b"data: " + body + b"\n\n"
     await send({"type": "http.response.body", "body": body, "more_body": True})
     await send({"type": "http.response.body", "body": b""})
+
+
+_ONE_RESPONSE = (
+    "generate expects model to produce exactly 1 response, use generate stream for model "
+    "that generates various number of responses"
+)
+
+
+async def _start(send: Send, stream: bool, status: int) -> None:
+    content_type = b"text/event-stream; charset=utf-8" if stream else b"application/json"
+    headers = [(b"content-type", content_type), (b"transfer-encoding", b"chunked")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+
+
+def _response_body(
+    response: InferResponse, req: InferRequest, model: ModelVersion
+) -> tuple[int, bytes]:
+    """(200 or 400, the JSON object) for one model response."""
+    if response.error is not None:
+        return 400, error_body(response.error.message)
+    fields: dict[str, str] = {}
+    for out in response.outputs:
+        if out.datatype in ("FP16", "BF16"):
+            return 400, error_body(f"sending {out.datatype} data via JSON is not supported")
+        fields[out.name] = _scalar_or_list(out)
+    for k, v in (response.parameters or {}).items():
+        fields[k] = _json.dumps(v).decode()
+    if req.id:
+        fields["id"] = _json.escape_str(req.id)
+    fields["model_name"] = _json.escape_str(model.name)
+    fields["model_version"] = f'"{model.version}"'
+    ordered = sorted(fields.items(), key=lambda kv: kv[0].encode())
+    body = "{" + ",".join(f"{_json.escape_str(k)}:{v}" for k, v in ordered) + "}"
+    return 200, body.encode("utf-8", "surrogateescape")
+
+
+async def _watch_disconnect(receive: Receive, req: InferRequest) -> None:
+    """The client went away: the request is cancelled (the model sees is_cancelled())."""
+    while True:
+        message = await receive()
+        if message.get("type") == "http.disconnect":
+            req.cancelled = True
+            if req.response_stream is not None:
+                req.response_stream.close()
+            return
+
+
+async def _send_decoupled(
+    model: ModelVersion, req: InferRequest, receive: Receive, send: Send, stream: bool
+) -> None:
+    """Every response of a decoupled model: one SSE event each as it is sent
+    (``generate_stream``), or the single response ``generate`` expects."""
+    watcher = asyncio.ensure_future(_watch_disconnect(receive, req))
+    started = False
+    try:
+        if not stream:
+            responses = [r async for r, _ in decoupled_responses(model, req) if r is not None]
+            # the status follows the first response, as Triton's does
+            status = 400 if responses and responses[0].error is not None else 200
+            if len(responses) != 1:
+                body = error_body(_ONE_RESPONSE)
+            else:
+                status, body = _response_body(responses[0], req, model)
+            await _start(send, False, status)
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        async for response, _final in decoupled_responses(model, req):
+            if response is None:
+                continue
+            status, body = _response_body(response, req, model)
+            if not started:
+                await _start(send, True, status)
+                started = True
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": b"data: " + body + b"\n\n",
+                    "more_body": True,
+                }
+            )
+        if not started:
+            await _start(send, True, 200)
+        await send({"type": "http.response.body", "body": b""})
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
