@@ -26,13 +26,14 @@ from ._arena import Consumer, Producer
 __all__ = [
     "DTYPES",
     "SMALL",
+    "BlockDesc",
     "FrameReader",
     "TensorDesc",
     "encode",
-    "read_tensor",
+    "read_block",
     "recv_fd",
     "send_fd",
-    "write_tensor",
+    "write_block",
 ]
 
 _LEN = struct.Struct("<I")
@@ -58,8 +59,10 @@ DTYPES: dict[str, np.dtype[Any]] = {
     "BF16": np.dtype(np.uint16),
 }
 
-#: (name, datatype, shape, segment id, byte offset, start, end, nbytes)
-TensorDesc = tuple[str, str, tuple[int, ...], int, int, int, int, int]
+#: one tensor inside a block: (name, datatype, shape, offset in the block, nbytes)
+TensorDesc = tuple[str, str, tuple[int, ...], int, int]
+#: the tensors of one request or response: (segment id, byte offset, start, end, tensors)
+BlockDesc = tuple[int, int, int, int, list[TensorDesc]]
 
 
 def encode(message: Any) -> bytes:
@@ -102,45 +105,76 @@ def recv_fd(sock: socket.socket) -> int:
     return fds[0]
 
 
-def write_tensor(
-    arena: Producer, name: str, datatype: str, shape: Sequence[int], array: Any
-) -> TensorDesc:
-    """Copy a tensor into the arena. ``array``: numpy data (BYTES: an object array of
-    ``bytes`` or a list of them)."""
-    if datatype == "BYTES":
-        items = array if isinstance(array, list) else array.ravel().tolist()
-        data = pack_items(items)
-        nbytes = len(data)
-        seg, off, start, end = arena.alloc(nbytes)
-        seg.view[off : off + nbytes] = data
-    else:
-        nbytes = int(array.nbytes)
-        seg, off, start, end = arena.alloc(nbytes)
-        if nbytes:
-            dst = np.frombuffer(seg.mm, np.uint8, nbytes, off)
-            src = array if array.flags.c_contiguous else np.ascontiguousarray(array)
-            dst[:] = src.reshape(-1).view(np.uint8)
-    return (name, datatype, tuple(int(d) for d in shape), seg.id, off, start, end, nbytes)
+def write_block(arena: Producer, tensors: Sequence[tuple[str, str, Sequence[int], Any]]) -> Any:
+    """Copy the tensors of one request or response into one arena block.
 
-
-def read_tensor(arena: Consumer, desc: TensorDesc, dtypes: dict[str, Any] = DTYPES) -> Any:
-    """The numpy data of a described tensor (BYTES: an object array of ``bytes``).
-
-    Small tensors are copied and their block released at once; large ones are views
-    whose block is released when the array (and every view of it) is gone.
+    ``tensors``: (name, datatype, shape, data) with numpy data (BYTES: an object array
+    of ``bytes`` or a list of them). Returns the block's descriptor (None: no tensors).
     """
-    _, datatype, shape, seg_id, off, start, end, nbytes = desc
+    if not tensors:
+        return None
+    parts: list[tuple[str, str, tuple[int, ...], int, Any]] = []
+    total = 0
+    for name, datatype, shape, data in tensors:
+        if datatype == "BYTES":
+            items = data if isinstance(data, list) else data.ravel().tolist()
+            data = pack_items(items)
+            nbytes = len(data)
+        else:
+            if not data.flags.c_contiguous:
+                data = np.ascontiguousarray(data)
+            nbytes = int(data.nbytes)
+        parts.append((name, datatype, tuple(int(d) for d in shape), nbytes, data))
+        total += (nbytes + 63) & ~63
+    seg, off, start, end = arena.alloc(total)
+    mm = seg.mm
+    descs: list[TensorDesc] = []
+    rel = 0
+    for name, datatype, shape, nbytes, data in parts:
+        if nbytes:
+            at = off + rel
+            if isinstance(data, bytes):
+                mm[at : at + nbytes] = data
+            elif nbytes <= 4096:
+                mm[at : at + nbytes] = data.tobytes()
+            else:
+                np.frombuffer(mm, np.uint8, nbytes, at)[:] = data.reshape(-1).view(np.uint8)
+        descs.append((name, datatype, shape, rel, nbytes))
+        rel += (nbytes + 63) & ~63
+    return (seg.id, off, start, end, descs)
+
+
+def read_block(
+    arena: Consumer, block: Any, dtypes: dict[str, Any] = DTYPES
+) -> list[tuple[str, str, tuple[int, ...], Any]]:
+    """The tensors of a block as (name, datatype, shape, numpy data).
+
+    A small block is copied out and released at once; a large one is used in place and
+    released when every array over it is gone. BYTES come back as object arrays.
+    """
+    if block is None:
+        return []
+    seg_id, off, start, end, descs = block
     seg = arena.segments[seg_id]
-    if datatype == "BYTES":
-        out = unpack_array(seg.view[off : off + nbytes])
+    last = descs[-1]
+    used = last[3] + last[4]
+    small = used <= SMALL
+    if small:
+        buf: Any = bytearray(seg.view[off : off + used])
         arena.release(seg_id, start, end)
-        return out.reshape(shape)
-    dtype = dtypes[datatype]
-    count = nbytes // dtype.itemsize if dtype.itemsize else 0
-    if nbytes <= SMALL:
-        array = np.frombuffer(seg.mm, dtype, count, off).copy()
-        arena.release(seg_id, start, end)
-        return array.reshape(shape)
-    base = np.frombuffer(seg.mm, dtype, count, off)
-    weakref.finalize(base, arena.release, seg_id, start, end)
-    return base.reshape(shape)
+    else:
+        buf = np.frombuffer(seg.mm, np.uint8, used, off)
+        weakref.finalize(buf, arena.release, seg_id, start, end)
+    out = []
+    for name, datatype, shape, rel, nbytes in descs:
+        if datatype == "BYTES":
+            data = unpack_array(memoryview(buf)[rel : rel + nbytes]).reshape(shape)
+        else:
+            dtype = dtypes[datatype]
+            count = nbytes // dtype.itemsize
+            if small:
+                data = np.frombuffer(buf, dtype, count, rel).reshape(shape)
+            else:
+                data = buf[rel : rel + nbytes].view(dtype).reshape(shape)
+        out.append((name, datatype, shape, data))
+    return out

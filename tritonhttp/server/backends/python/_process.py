@@ -25,8 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from triton_python_backend_utils import _errors as _pb_errors
 from triton_python_backend_utils._errors import TritonModelException
 
@@ -35,7 +33,7 @@ from ...core._errors import Code, CoreError
 from ...core._types import ExecutionTimes, InferRequest, InferResponse, InputTensor, OutputTensor
 from ._arena import Consumer, Producer
 from ._convert import params_json
-from ._ipc import DTYPES, FrameReader, encode, read_tensor, recv_fd, send_fd, write_tensor
+from ._ipc import DTYPES, FrameReader, encode, read_block, recv_fd, send_fd, write_block
 from ._services import ModelServices
 from ._settings import BackendSettings
 
@@ -203,8 +201,9 @@ class WorkerProcess:
             else:
                 self._on_message(message)
 
-    def read_output(self, desc: Any) -> np.ndarray[Any, Any]:
-        return read_tensor(self.outputs, desc, _SERVER_DTYPES)  # type: ignore[no-any-return]
+    def read_block(self, block: Any) -> list[tuple[str, str, tuple[int, ...], Any]]:
+        """The tensors of a block the worker wrote."""
+        return read_block(self.outputs, block, _SERVER_DTYPES)
 
     # ------------------------------------------------------------------ ending
 
@@ -384,10 +383,10 @@ class ProcessInstance:
             return InferResponse(error=CoreError(desc[2], Code(desc[1])), failed=failed)
         worker = self._worker
         assert worker is not None
-        outputs = []
-        for d in desc[1]:
-            array = worker.read_output(d)
-            outputs.append(OutputTensor(d[0], d[1], list(d[2]), array))
+        outputs = [
+            OutputTensor(name, wire, list(shape), data)
+            for name, wire, shape, data in worker.read_block(desc[1])
+        ]
         return InferResponse(outputs=outputs, parameters=desc[2])
 
     def _done(self, batch_id: int, finals: list[Any], flags: list[bool]) -> None:
@@ -471,9 +470,10 @@ class ProcessInstance:
         worker = self._worker
         assert worker is not None
         rid, cid, flags, timeout, params, requested, tensors = desc
-        inputs = {}
-        for d in tensors:
-            inputs[d[0]] = InputTensor(d[0], d[1], list(d[2]), array=worker.read_output(d))
+        inputs = {
+            name: InputTensor(name, wire, list(shape), array=data)
+            for name, wire, shape, data in worker.read_block(tensors)
+        }
         req = InferRequest(
             id=rid, inputs=inputs, requested_outputs=list(requested) or None,
             parameters=dict(params), correlation_id=cid, flags=flags, timeout_us=timeout,
@@ -497,16 +497,15 @@ class ProcessInstance:
         if response.error is not None:
             return (0, int(response.error.code), response.error.message)
         assert worker.inputs is not None
-        tensors = [
-            write_tensor(worker.inputs, o.name, o.datatype, o.shape, o.array)
-            for o in response.outputs
-        ]
+        block = write_block(
+            worker.inputs, [(o.name, o.datatype, o.shape, o.array) for o in response.outputs]
+        )
         params = (
             {k: v for k, v in response.parameters.items() if isinstance(v, (bool, int, str))}
             if response.parameters
             else None
         )
-        return (1, tensors, params)
+        return (1, block, params)
 
     # ------------------------------------------------------------------ crashes
 
@@ -547,6 +546,17 @@ class ProcessInstance:
         if started and not self._finalizing:
             log.error("%s", text)
             self._restart_soon()
+
+    def _hung(self, worker: WorkerProcess, done: asyncio.Future[Any]) -> None:
+        """``execute`` ran past stub-timeout-seconds: kill the worker (it is replaced)."""
+        if done.done() or worker is not self._worker:
+            return
+        timeout = self._settings.stub_timeout_s
+        self._death_text = (
+            f"Stub process '{self.name}' did not return from execute within "
+            f"stub-timeout-seconds ({timeout:g} s); it was killed and is restarted."
+        )
+        worker.kill()
 
     def _restart_soon(self) -> None:
         if self._restarting is None or self._restarting.done():
@@ -606,28 +616,22 @@ class ProcessInstance:
             p = _Pending(req)
             self._pending[token] = p
             pendings.append((token, p))
-            tensors = [
-                write_tensor(inputs, t.name, t.datatype, t.shape, t.array)
-                for t in req.inputs.values()
-            ]
+            block = write_block(
+                inputs, [(t.name, t.datatype, t.shape, t.array) for t in req.inputs.values()]
+            )
             wanted = tuple(req.requested_outputs) if req.requested_outputs else tuple(outputs)
             descs.append(
                 (token, req.id, req.correlation_id, req.flags, req.timeout_us, params_json(req),
-                 wanted, tensors)
+                 wanted, block)
             )  # fmt: skip
         worker.send(("exec", batch_id, descs))
         t1 = time.monotonic_ns()
         times.input_ns = t1 - t0
-        timeout = self._settings.stub_timeout_s
+        timer = loop.call_later(self._settings.stub_timeout_s, self._hung, worker, done)
         try:
-            flags = await asyncio.wait_for(asyncio.shield(done), timeout)
-        except asyncio.TimeoutError:
-            self._death_text = (
-                f"Stub process '{self.name}' did not return from execute within "
-                f"stub-timeout-seconds ({timeout:g} s); it was killed and is restarted."
-            )
-            worker.kill()
-            flags = None
+            flags = await done
+        finally:
+            timer.cancel()
         t2 = time.monotonic_ns()
         times.infer_ns = t2 - t1
         out: list[InferResponse] = []

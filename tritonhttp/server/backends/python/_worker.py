@@ -34,7 +34,7 @@ from triton_python_backend_utils._tensor import Tensor, bytes_items
 
 from ._arena import Consumer, Producer
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
-from ._ipc import FrameReader, TensorDesc, encode, read_tensor, recv_fd, send_fd, write_tensor
+from ._ipc import FrameReader, encode, read_block, recv_fd, send_fd, write_block
 
 __all__ = ["main"]
 
@@ -77,9 +77,10 @@ class Channel:
         with self._cond:
             self._cond.notify_all()
 
-    def wait_until(self, ready: Callable[[], bool]) -> None:
+    def wait_until(self, ready: Callable[[], bool], wakeable: bool = False) -> None:
         """Block until ``ready()``; read and route messages meanwhile when nobody else
-        does."""
+        does. ``wakeable``: ``ready()`` may also turn true without a message (then
+        :meth:`wake` is called), so the socket is read with ``select``."""
         cond = self._cond
         with cond:
             while not ready():
@@ -89,7 +90,7 @@ class Channel:
                 self._reading = True
                 cond.release()
                 try:
-                    messages = self._read()
+                    messages = self._read(wakeable)
                 finally:
                     cond.acquire()
                     self._reading = False
@@ -100,7 +101,14 @@ class Channel:
                         self.route(m)
                 cond.notify_all()
 
-    def _read(self) -> list[Any]:
+    def _read(self, wakeable: bool) -> list[Any]:
+        while not wakeable:
+            data = self.sock.recv(1 << 18)
+            if not data:
+                os._exit(0)  # the server is gone: nothing left to do for anyone
+            messages = self._frames.feed(data)
+            if messages:
+                return messages
         while True:
             fds: list[Any] = [self.sock.fileno(), self._wake_r]
             ready, _, _ = select.select(fds, [], [])
@@ -255,16 +263,21 @@ class Worker:
 
     # ------------------------------------------------------------------ tensors
 
-    def tensor_out(self, tensor: Tensor) -> TensorDesc:
+    def block_out(self, tensors: list[Tensor]) -> Any:
+        """Write tensors into the worker's arena; the block descriptor."""
         assert self.outputs is not None
-        array = tensor._array
-        if tensor._wire == "BYTES":
-            items = tensor._items if tensor._items is not None else bytes_items(array)
-            return write_tensor(self.outputs, tensor._name, "BYTES", array.shape, items)
-        return write_tensor(self.outputs, tensor._name, tensor._wire, array.shape, array)
+        parts: list[tuple[str, str, Any, Any]] = []
+        for t in tensors:
+            array = t._array
+            if t._wire == "BYTES":
+                items = t._items if t._items is not None else bytes_items(array)
+                parts.append((t._name, "BYTES", array.shape, items))
+            else:
+                parts.append((t._name, t._wire, array.shape, array))
+        return write_block(self.outputs, parts)
 
-    def tensor_in(self, desc: TensorDesc) -> Tensor:
-        return Tensor._wrap(desc[0], desc[1], read_tensor(self.inputs, desc))
+    def block_in(self, block: Any) -> list[Tensor]:
+        return [Tensor._wrap(n, w, data) for n, w, _, data in read_block(self.inputs, block)]
 
     def encode_response(self, response: InferenceResponse | None, wanted: set[str] | None) -> Any:
         if response is None:
@@ -272,17 +285,17 @@ class Worker:
         error = response._error
         if error is not None:
             return (0, error.code().value, error.message())
-        tensors = [
-            self.tensor_out(t) for t in response._outputs if wanted is None or t._name in wanted
-        ]
-        return (1, tensors, response._parameters or None)
+        outputs = response._outputs
+        if wanted is not None:
+            outputs = [t for t in outputs if t._name in wanted]
+        return (1, self.block_out(outputs), response._parameters or None)
 
     def decode_response(self, desc: Any) -> InferenceResponse | None:
         if desc is None:
             return None
         if desc[0] == 0:
             return InferenceResponse(error=TritonError(desc[2], ErrorCode(desc[1])))
-        out = InferenceResponse([self.tensor_in(d) for d in desc[1]])
+        out = InferenceResponse(self.block_in(desc[1]))
         if desc[2]:
             out._parameters = desc[2]
         return out
@@ -306,7 +319,7 @@ class Worker:
         stream = _runtime.ResponseStream(self.channel.wait_until)
         stream.cancel_hook = lambda: self.channel.send(("bls_cancel", call_id))
         self._streams[call_id] = stream
-        tensors = [self.tensor_out(t) for t in request._inputs]
+        tensors = self.block_out(request._inputs)
         self.channel.send(
             (
                 "bls", call_id, request._model_name, request._model_version, decoupled,
@@ -365,7 +378,7 @@ class Worker:
 
     def _block(self, fut: Any) -> Any:
         fut.add_done_callback(lambda _: self.channel.wake())
-        self.channel.wait_until(fut.done)
+        self.channel.wait_until(fut.done, wakeable=True)
         return fut.result()
 
     def execute(self, batch_id: int, descs: list[Any]) -> None:
@@ -379,7 +392,7 @@ class Worker:
                 InferenceRequest._server_side(
                     rid,
                     cid,
-                    [self.tensor_in(d) for d in tensors],
+                    self.block_in(tensors),
                     wanted_set,
                     flags,
                     timeout,
