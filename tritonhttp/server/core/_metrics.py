@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -168,17 +169,22 @@ def make_registry(versions: Callable[[], list[ModelVersion]]) -> CollectorRegist
     return registry
 
 
-_COUNTER_NAMES = tuple(name.encode() for name, _ in _COUNTERS)
+_TOTAL_LINE = re.compile(rb"^# (HELP|TYPE) (\S+)_total ", re.MULTILINE)
 
 
 def render(registry: CollectorRegistry) -> bytes:
     """The Prometheus text exposition of the registry.
 
     prometheus_client names counter families ``<name>_total`` in the HELP/TYPE lines;
-    Triton's counters (and their samples here) carry no suffix, so it is taken off.
+    Triton's counters (and models' custom counters) carry no suffix on their samples, so
+    it is taken off wherever the samples do not have it.
     """
     text = generate_latest(registry)
-    for name in _COUNTER_NAMES:
-        text = text.replace(b"# HELP " + name + b"_total ", b"# HELP " + name + b" ")
-        text = text.replace(b"# TYPE " + name + b"_total ", b"# TYPE " + name + b" ")
-    return text
+    with_total = set(re.findall(rb"^(\S+?_total)[{ ]", text, re.MULTILINE))
+
+    def fix(m: re.Match[bytes]) -> bytes:
+        if m.group(2) + b"_total" in with_total:
+            return m.group(0)
+        return b"# " + m.group(1) + b" " + m.group(2) + b" "
+
+    return _TOTAL_LINE.sub(fix, text)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -210,16 +209,18 @@ def metrics_collector(store: MetricStore) -> Any:
             for family in store.snapshot():
                 kind = kinds[family.kind]
                 metric = Metric(family.name, family.description, kind)
-                for labels, value in family.series:
+                for unsorted, value in family.series:
+                    labels = dict(sorted(unsorted.items()))  # label order as Triton prints it
                     if kind != "histogram":
                         metric.add_sample(family.name, labels, value)
                         continue
                     bounds, counts, total, count = value
+                    # Triton's order: count, sum, then the buckets with "le" last
+                    metric.add_sample(family.name + "_count", labels, count)
+                    metric.add_sample(family.name + "_sum", labels, total)
                     for bound, c in zip(bounds, counts, strict=True):
                         metric.add_sample(family.name + "_bucket", {**labels, "le": _le(bound)}, c)
                     metric.add_sample(family.name + "_bucket", {**labels, "le": "+Inf"}, count)
-                    metric.add_sample(family.name + "_count", labels, count)
-                    metric.add_sample(family.name + "_sum", labels, total)
                 yield metric
 
     return CustomMetrics()
@@ -228,5 +229,3 @@ def metrics_collector(store: MetricStore) -> Any:
 def _le(bound: float) -> str:
     return str(int(bound)) if float(bound).is_integer() else repr(float(bound))
 
-
-_ = threading

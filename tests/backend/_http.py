@@ -1,0 +1,69 @@
+"""Small HTTP helpers for the backend tests (raw exchanges, infer bodies, SSE)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def events(self) -> list[Any]:
+        """The ``data:`` events of a server-sent-event body."""
+        return [json.loads(c[6:]) for c in self.body.decode().split("\n\n") if c.startswith("data: ")]
+
+
+def exchange(url: str, method: str, path: str, body: bytes | str = b"", timeout: float = 60) -> Reply:
+    host, port = url.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        data = body.encode() if isinstance(body, str) else body
+        conn.request(method, path, body=data if (data or method == "POST") else None)
+        r = conn.getresponse()
+        return Reply(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
+    finally:
+        conn.close()
+
+
+def infer_body(*inputs: tuple[str, str, list[int], list[Any]], **extra: Any) -> str:
+    return json.dumps(
+        {
+            **extra,
+            "inputs": [{"name": n, "datatype": d, "shape": s, "data": v} for n, d, s, v in inputs],
+        },
+        separators=(",", ":"),
+    )
+
+
+def infer(url: str, model: str, *inputs: tuple[str, str, list[int], list[Any]], **extra: Any) -> Reply:
+    return exchange(url, "POST", f"/v2/models/{model}/infer", infer_body(*inputs, **extra))
+
+
+def output(reply: Reply, name: str) -> list[Any]:
+    for o in reply.json()["outputs"]:
+        if o["name"] == name:
+            return o["data"]  # type: ignore[no-any-return]
+    raise KeyError(name)
+
+
+def mode_call(url: str, model: str, mode: int) -> Any:
+    """Models of the backend repos take MODE and answer a JSON text in RESULT."""
+    r = infer(url, model, ("MODE", "INT32", [1], [mode]))
+    if r.status != 200:
+        return {"status": r.status, "body": r.body.decode()}
+    return json.loads(output(r, "RESULT")[0])
+
+
+def instance_agnostic(value: Any) -> Any:
+    """Instance names (``m_0_1``) replaced: which instance answers is not fixed."""
+    return json.loads(re.sub(r"'(\w+?)_0_\d'", r"'\1_0_N'", json.dumps(value)))
