@@ -15,7 +15,10 @@ import struct  # noqa: F401
 
 import numpy as np  # noqa: F401
 
+import sys as _sys
+
 from . import _runtime
+from ._errors import ErrorCode as _ErrorCode
 from ._errors import TritonError, TritonModelException
 from ._helpers import (
     TRITON_STRING_TO_NUMPY,
@@ -38,10 +41,23 @@ from ._helpers import (
     using_decoupled_model_transaction_policy,
 )
 from ._logger import Logger
+from ._metrics import Metric as _Metric
 from ._metrics import MetricFamily
 from ._model_config import ModelConfig
 from ._request import InferenceRequest, InferenceResponse, PreferredMemory
+from ._request import InferenceResponseSender as _InferenceResponseSender
+from ._request import InferenceTrace as _InferenceTrace
+from ._request import ResponseIterator as _ResponseIterator
 from ._tensor import Tensor
+
+# In Triton these classes come from the stub's C++ module, c_python_backend_utils, and
+# that is the name error messages show (found type '<class 'c_python_backend_utils.X'>').
+for _cls in (Tensor, InferenceRequest, InferenceResponse, _InferenceResponseSender,
+             _ResponseIterator, _InferenceTrace, PreferredMemory, TritonError,
+             TritonModelException, Logger, MetricFamily, _Metric):  # fmt: skip
+    _cls.__module__ = "c_python_backend_utils"
+_sys.modules.setdefault("c_python_backend_utils", _sys.modules[__name__])
+del _cls
 
 __all__ = [
     "TRITONSERVER_MEMORY_CPU",

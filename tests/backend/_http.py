@@ -66,4 +66,4 @@ def mode_call(url: str, model: str, mode: int) -> Any:
 
 def instance_agnostic(value: Any) -> Any:
     """Instance names (``m_0_1``) replaced: which instance answers is not fixed."""
-    return json.loads(re.sub(r"'(\w+?)_0_\d'", r"'\1_0_N'", json.dumps(value)))
+    return json.loads(re.sub(r"(\w+?)_0_\d\b", r"\1_0_N", json.dumps(value)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,6 +217,18 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
         raise OptionsError(
             f"--backend-config=python,isolation={isolation}: expected 'process' or 'in-process'"
         )
+    env_isolation = os.environ.get("TRITONHTTP_PYTHON_ISOLATION", "")
+    if (
+        env_isolation
+        and not ns.python_isolation
+        and "isolation" not in opts.backend_config.get("python", {})
+    ):
+        if env_isolation not in ("process", "in-process"):
+            raise OptionsError(
+                f"TRITONHTTP_PYTHON_ISOLATION={env_isolation}: expected 'process' or 'in-process'"
+            )
+        isolation = env_isolation
+        opts.backend_config.setdefault("python", {})["isolation"] = isolation
     opts.python_isolation = ns.python_isolation or isolation
     if ns.python_isolation:
         opts.backend_config.setdefault("python", {})["isolation"] = ns.python_isolation

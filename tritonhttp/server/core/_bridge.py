@@ -14,7 +14,7 @@ from ._model import ModelVersion
 from ._repository import Repository, parse_version
 from ._types import InferRequest, InferResponse, ResponseStream
 
-__all__ = ["CoreBridge", "decoupled_responses"]
+__all__ = ["CoreBridge", "decoupled_responses", "instances_ready"]
 
 
 def _error(model: str, message: str, code: Code = Code.INTERNAL) -> InferResponse:
@@ -159,3 +159,15 @@ async def decoupled_responses(
         stream.close()
         if not task.done():
             await asyncio.wait({task})
+
+
+async def instances_ready(model: ModelVersion) -> bool:
+    """What the model's own ``is_ready()`` says (instances without one count as ready).
+
+    An instance that is not healthy (a crashed worker being replaced) is not ready.
+    """
+    checks = [check() for inst in model.instances if (check := getattr(inst, "is_ready", None))]
+    if not checks:
+        return True
+    results = await asyncio.gather(*checks, return_exceptions=True)
+    return all(r is None or r is True for r in results)

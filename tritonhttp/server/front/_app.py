@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import _json
+from ..core._bridge import instances_ready
 from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import Code, CoreError
 from ..core._repository import parse_version
@@ -360,6 +361,8 @@ class HttpFrontend:
     ) -> None:
         try:
             ready = self.core.repository.is_ready(name, version)
+            if ready:  # the model's own is_ready(), where it has one
+                ready = await instances_ready(self.core.repository.get(name, version))
         except CoreError:
             ready = False
         if ready:

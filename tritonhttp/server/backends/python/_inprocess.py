@@ -113,6 +113,7 @@ class InProcessInstance:
         self._outputs = set(output_names)
         self._decoupled = host.decoupled
         self._runner = runner
+        self._ready_check: asyncio.Future[bool | None] | None = None
 
     async def execute(
         self, requests: list[InferRequest], times: ExecutionTimes
@@ -171,8 +172,14 @@ class InProcessInstance:
         return out
 
     async def is_ready(self) -> bool | None:
-        """The model's own ``is_ready()`` answer (None: it has none)."""
-        return await asyncio.get_running_loop().run_in_executor(None, self.host.is_ready)
+        """The model's own ``is_ready()`` answer (None: it has none); concurrent checks
+        share one call."""
+        if self._ready_check is None or self._ready_check.done():
+            loop = asyncio.get_running_loop()
+            self._ready_check = asyncio.ensure_future(
+                loop.run_in_executor(None, self.host.is_ready)
+            )
+        return await asyncio.shield(self._ready_check)
 
     async def finalize(self) -> None:
         await self._runner.run(self.host.finalize, may_inline=False)

@@ -313,6 +313,7 @@ class ProcessInstance:
         self.pid = 0
         #: times this instance's worker was replaced
         self.restarts = 0
+        self._ready_check: asyncio.Future[bool | None] | None = None
 
     # ------------------------------------------------------------------ start
 
@@ -651,7 +652,13 @@ class ProcessInstance:
         return out
 
     async def is_ready(self) -> bool | None:
-        """The model's own ``is_ready()`` (None: it has none); False when unhealthy."""
+        """The model's own ``is_ready()`` (None: it has none); False when unhealthy.
+        Concurrent checks share one call."""
+        if self._ready_check is None or self._ready_check.done():
+            self._ready_check = asyncio.ensure_future(self._ask_ready())
+        return await asyncio.shield(self._ready_check)
+
+    async def _ask_ready(self) -> bool | None:
         worker = self._worker
         if worker is None or not worker.alive:
             return False

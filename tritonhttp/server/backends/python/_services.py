@@ -228,4 +228,3 @@ def metrics_collector(store: MetricStore) -> Any:
 
 def _le(bound: float) -> str:
     return str(int(bound)) if float(bound).is_integer() else repr(float(bound))
-
