@@ -19,7 +19,10 @@ import tritonhttp as httpclient
 
 
 def fp32_inputs(a: np.ndarray, b: np.ndarray) -> list[httpclient.InferInput]:
-    inputs = [httpclient.InferInput("INPUT0", [4], "FP32"), httpclient.InferInput("INPUT1", [4], "FP32")]
+    inputs = [
+        httpclient.InferInput("INPUT0", [4], "FP32"),
+        httpclient.InferInput("INPUT1", [4], "FP32"),
+    ]
     inputs[0].set_data_from_numpy(a)
     inputs[1].set_data_from_numpy(b)
     return inputs
@@ -27,8 +30,9 @@ def fp32_inputs(a: np.ndarray, b: np.ndarray) -> list[httpclient.InferInput]:
 
 def stream(url: str, model: str, body: dict) -> list[dict]:
     """The events of a generate_stream call."""
-    req = urllib.request.Request(f"http://{url}/v2/models/{model}/generate_stream",
-                                 data=json.dumps(body).encode())
+    req = urllib.request.Request(
+        f"http://{url}/v2/models/{model}/generate_stream", data=json.dumps(body).encode()
+    )
     with urllib.request.urlopen(req) as r:
         text = r.read().decode()
     return [json.loads(line[6:]) for line in text.split("\n\n") if line.startswith("data: ")]
@@ -60,7 +64,10 @@ def main() -> None:
         print(model, client.infer(model, [n]).as_numpy("SUM"))
 
     print("square_int32", stream(url, "square_int32", {"IN": 3}))
-    print("repeat_int32", stream(url, "repeat_int32", {"IN": [4, 2, 0], "DELAY": [1, 2, 3], "WAIT": 5}))
+    print(
+        "repeat_int32",
+        stream(url, "repeat_int32", {"IN": [4, 2, 0], "DELAY": [1, 2, 3], "WAIT": 5}),
+    )
 
     batch = fp32_inputs(a, b)
     for i, x in enumerate((a, b)):
@@ -68,7 +75,10 @@ def main() -> None:
         batch[i].set_data_from_numpy(np.stack([x, x]))
     r = client.infer("batch_auto_complete", batch)
     print("batch_auto_complete", r.as_numpy("OUTPUT0").tolist())
-    print("batch_auto_complete config", client.get_model_config("batch_auto_complete")["max_batch_size"])
+    print(
+        "batch_auto_complete config",
+        client.get_model_config("batch_auto_complete")["max_batch_size"],
+    )
 
     x = httpclient.InferInput("INPUT0", [4], "FP32")
     x.set_data_from_numpy(a)

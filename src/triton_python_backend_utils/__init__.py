@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import json  # noqa: F401  (Triton's module leaks these three names; models may use them)
 import struct  # noqa: F401
+import sys as _sys
 
 import numpy as np  # noqa: F401
 
-import sys as _sys
-
 from . import _runtime
-from ._errors import ErrorCode as _ErrorCode
 from ._errors import TritonError, TritonModelException
 from ._helpers import (
     TRITON_STRING_TO_NUMPY,

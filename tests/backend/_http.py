@@ -20,10 +20,14 @@ class Reply:
 
     def events(self) -> list[Any]:
         """The ``data:`` events of a server-sent-event body."""
-        return [json.loads(c[6:]) for c in self.body.decode().split("\n\n") if c.startswith("data: ")]
+        return [
+            json.loads(c[6:]) for c in self.body.decode().split("\n\n") if c.startswith("data: ")
+        ]
 
 
-def exchange(url: str, method: str, path: str, body: bytes | str = b"", timeout: float = 60) -> Reply:
+def exchange(
+    url: str, method: str, path: str, body: bytes | str = b"", timeout: float = 60
+) -> Reply:
     host, port = url.rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
     try:
@@ -45,7 +49,9 @@ def infer_body(*inputs: tuple[str, str, list[int], list[Any]], **extra: Any) -> 
     )
 
 
-def infer(url: str, model: str, *inputs: tuple[str, str, list[int], list[Any]], **extra: Any) -> Reply:
+def infer(
+    url: str, model: str, *inputs: tuple[str, str, list[int], list[Any]], **extra: Any
+) -> Reply:
     return exchange(url, "POST", f"/v2/models/{model}/infer", infer_body(*inputs, **extra))
 
 

@@ -91,7 +91,9 @@ def test_custom_metrics_on_the_metrics_endpoint(real: Any, ours: Start) -> None:
             assert exchange(url, "POST", "/v2/models/custom_metrics/infer", body).status == 200
     texts = [exchange(s.metrics_url, "GET", "/metrics").body.decode() for s in (real, server)]
     for text in texts:
-        assert "# HELP requests_process_latency_ns Cumulative time spent processing requests" in text
+        assert (
+            "# HELP requests_process_latency_ns Cumulative time spent processing requests" in text
+        )
         assert "# TYPE requests_process_latency_ns counter" in text
         assert "# TYPE last_batch_size gauge" in text
         assert "# TYPE input_elements histogram" in text
@@ -102,8 +104,7 @@ def test_custom_metrics_on_the_metrics_endpoint(real: Any, ours: Start) -> None:
         )
         assert latency is not None and float(latency.group(1)) > 0
     buckets = [
-        sorted(re.findall(r'input_elements_bucket\{[^}]*le="([^"]+)"[^}]*\}', t))
-        for t in texts
+        sorted(re.findall(r'input_elements_bucket\{[^}]*le="([^"]+)"[^}]*\}', t)) for t in texts
     ]
     assert buckets[0] == buckets[1]
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -120,7 +119,9 @@ def test_triton_error_codes_reach_the_client(real: Any, server: Any, code: str) 
 def test_async_execute_in_default_mode(real: Any, server: Any, mode: int) -> None:
     for url in (real.url, server.url):
         _load(url, "async_default")
-    assert mode_call(server.url, "async_default", mode) == mode_call(real.url, "async_default", mode)
+    assert mode_call(server.url, "async_default", mode) == mode_call(
+        real.url, "async_default", mode
+    )
 
 
 @pytest.mark.real_triton
@@ -129,8 +130,9 @@ def test_reschedule_flag_with_a_returned_response_is_an_error(real: Any, server:
         _load(url, "reschedule_wrong")
     theirs = mode_call(real.url, "reschedule_wrong", 0)
     assert mode_call(server.url, "reschedule_wrong", 0) == theirs
-    assert "Expected a None object in the execute function return list for reschduled" in (
-        theirs["body"]
+    assert (
+        "Expected a None object in the execute function return list for reschduled"
+        in (theirs["body"])
     )
 
 

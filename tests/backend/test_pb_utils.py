@@ -20,15 +20,42 @@ from tritonhttp.server.backends.python import _loader
 from tritonhttp.utils._dtypes import BF16
 
 #: dir(pb_utils) in Triton 2.51, dunders and module imports removed (python-backend spec §1)
-TRITON_NAMES = """InferenceRequest InferenceResponse Logger MetricFamily ModelConfig PreferredMemory
-TRITONSERVER_MEMORY_CPU TRITONSERVER_MEMORY_GPU TRITONSERVER_REQUEST_FLAG_SEQUENCE_END
-TRITONSERVER_REQUEST_FLAG_SEQUENCE_START TRITONSERVER_REQUEST_RELEASE_ALL
-TRITONSERVER_REQUEST_RELEASE_RESCHEDULE TRITONSERVER_RESPONSE_COMPLETE_FINAL
-TRITON_STRING_TO_NUMPY Tensor TritonError TritonModelException deserialize_bytes_tensor
-get_input_config_by_name get_input_tensor_by_name get_model_dir get_output_config_by_name
-get_output_tensor_by_name is_model_ready load_model numpy_to_triton_type serialize_byte_tensor
-triton_string_to_numpy triton_to_numpy_type unload_model
-using_decoupled_model_transaction_policy json np struct""".split()
+TRITON_NAMES = [
+    "InferenceRequest",
+    "InferenceResponse",
+    "Logger",
+    "MetricFamily",
+    "ModelConfig",
+    "PreferredMemory",
+    "TRITONSERVER_MEMORY_CPU",
+    "TRITONSERVER_MEMORY_GPU",
+    "TRITONSERVER_REQUEST_FLAG_SEQUENCE_END",
+    "TRITONSERVER_REQUEST_FLAG_SEQUENCE_START",
+    "TRITONSERVER_REQUEST_RELEASE_ALL",
+    "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE",
+    "TRITONSERVER_RESPONSE_COMPLETE_FINAL",
+    "TRITON_STRING_TO_NUMPY",
+    "Tensor",
+    "TritonError",
+    "TritonModelException",
+    "deserialize_bytes_tensor",
+    "get_input_config_by_name",
+    "get_input_tensor_by_name",
+    "get_model_dir",
+    "get_output_config_by_name",
+    "get_output_tensor_by_name",
+    "is_model_ready",
+    "load_model",
+    "numpy_to_triton_type",
+    "serialize_byte_tensor",
+    "triton_string_to_numpy",
+    "triton_to_numpy_type",
+    "unload_model",
+    "using_decoupled_model_transaction_policy",
+    "json",
+    "np",
+    "struct",
+]
 
 
 class Link:
@@ -211,17 +238,23 @@ def test_bls_request_constructor_validation() -> None:
     with pytest.raises(TypeError):
         pb.InferenceRequest(inputs=[], requested_output_names=[None], model_name="m")  # type: ignore[list-item]
     with pytest.raises(TypeError):
-        pb.InferenceRequest(inputs=[], requested_output_names=[], model_name="m", correlation_id=None)  # type: ignore[arg-type]
+        pb.InferenceRequest(
+            inputs=[], requested_output_names=[], model_name="m", correlation_id=None
+        )  # type: ignore[arg-type]
     with pytest.raises(pb.TritonModelException, match="should not be empty"):
         pb.InferenceRequest(inputs=[None], requested_output_names=[], model_name="m")  # type: ignore[list-item]
     with pytest.raises(pb.TritonModelException, match="Requested output name"):
         pb.InferenceRequest(inputs=[], requested_output_names=[""], model_name="m")
     with pytest.raises(pb.TritonModelException, match="Correlation ID must be integer or string"):
-        pb.InferenceRequest(correlation_id=1.5, inputs=[], requested_output_names=[], model_name="m")  # type: ignore[arg-type]
+        pb.InferenceRequest(
+            correlation_id=1.5, inputs=[], requested_output_names=[], model_name="m"
+        )  # type: ignore[arg-type]
     with pytest.raises(pb.TritonModelException, match="keys to have type str"):
         pb.InferenceRequest(inputs=[], requested_output_names=[], model_name="m", parameters={1: 1})  # type: ignore[dict-item]
     with pytest.raises(pb.TritonModelException, match="found type <class 'float'>"):
-        pb.InferenceRequest(inputs=[], requested_output_names=[], model_name="m", parameters={"f": 1.5})  # type: ignore[dict-item]
+        pb.InferenceRequest(
+            inputs=[], requested_output_names=[], model_name="m", parameters={"f": 1.5}
+        )  # type: ignore[dict-item]
     with pytest.raises(pb.TritonModelException, match="no reference to the decoupled state"):
         r.get_response_sender().send(pb.InferenceResponse([]))
     with pytest.raises(TypeError):
@@ -339,18 +372,24 @@ def test_bls_and_model_control_outside_a_server_fail_clearly() -> None:
     assert pb.get_model_dir() == ""
 
 
-def test_logger_outside_a_server_writes_triton_lines_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+def test_logger_outside_a_server_writes_triton_lines_to_stderr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     pb.Logger.log_info("hello")
     pb.Logger.log_warn("careful")
     pb.Logger.log("plain", pb.Logger.ERROR)
     pb.Logger.log_verbose("chatty")
     lines = capsys.readouterr().err.splitlines()
     assert [line[0] for line in lines] == ["I", "W", "E", "V"]
-    assert lines[0].endswith("test_pb_utils.py:" + lines[0].split(":")[-1].split("]")[0] + "]  hello")
+    assert lines[0].endswith(
+        "test_pb_utils.py:" + lines[0].split(":")[-1].split("]")[0] + "]  hello"
+    )
     for bad in (1, None):
         with pytest.raises(TypeError):
             pb.Logger.log("x", bad)  # type: ignore[arg-type]
-    assert [lv.value for lv in (pb.Logger.INFO, pb.Logger.WARNING, pb.Logger.ERROR, pb.Logger.VERBOSE)] == [0, 1, 2, 3]
+    assert [
+        lv.value for lv in (pb.Logger.INFO, pb.Logger.WARNING, pb.Logger.ERROR, pb.Logger.VERBOSE)
+    ] == [0, 1, 2, 3]
 
 
 def test_metrics_work_locally_with_triton_rules() -> None:
@@ -362,7 +401,9 @@ def test_metrics_work_locally_with_triton_rules() -> None:
     assert counter_family.Metric(labels={"k": "v"}).value() == 5.5  # same labels: same series
     with pytest.raises(pb.TritonModelException, match="monotonically by non-negative"):
         counter.increment(-1)
-    with pytest.raises(pb.TritonModelException, match="Failed to set metric value: .*COUNTER does not support Set"):
+    with pytest.raises(
+        pb.TritonModelException, match=r"Failed to set metric value: .*COUNTER does not support Set"
+    ):
         counter.set(1)
     with pytest.raises(pb.TritonModelException, match="does not support Observe"):
         counter.observe(1)
@@ -374,7 +415,9 @@ def test_metrics_work_locally_with_triton_rules() -> None:
     hist_family = pb.MetricFamily("unit_hist", "h", pb.MetricFamily.HISTOGRAM)
     hist = hist_family.Metric(buckets=[1, 2])
     hist.observe(1.5)
-    with pytest.raises(pb.TritonModelException, match="Failed to get metric value: .*does not support Value"):
+    with pytest.raises(
+        pb.TritonModelException, match=r"Failed to get metric value: .*does not support Value"
+    ):
         hist.value()
     with pytest.raises(pb.TritonModelException, match="Missing required buckets"):
         hist_family.Metric()
@@ -382,11 +425,15 @@ def test_metrics_work_locally_with_triton_rules() -> None:
         counter_family.Metric(buckets=[1])
     with pytest.raises(pb.TritonModelException, match="Labels must be a dictionary"):
         counter_family.Metric(labels=[1])  # type: ignore[arg-type]
-    with pytest.raises(pb.TritonModelException, match="attempt to access JSON non-string as string"):
+    with pytest.raises(
+        pb.TritonModelException, match="attempt to access JSON non-string as string"
+    ):
         counter_family.Metric(labels={"k": 1})  # type: ignore[dict-item]
     with pytest.raises(TypeError):
         pb.MetricFamily("x", "d", 0)  # type: ignore[arg-type]
-    with pytest.raises(pb.TritonModelException, match="Family name already exists with different type"):
+    with pytest.raises(
+        pb.TritonModelException, match="Family name already exists with different type"
+    ):
         pb.MetricFamily("unit_counter", "a counter", pb.MetricFamily.GAUGE)
     with pytest.raises(pb.TritonModelException, match="Invalid metric name"):
         pb.MetricFamily("bad name", "d", pb.MetricFamily.GAUGE)
@@ -427,21 +474,38 @@ def test_auto_complete_model_config() -> None:
     cfg = pb.ModelConfig(json.dumps({"name": "ac", "max_batch_size": 8, "input": [
         {"name": "I", "data_type": "TYPE_FP32", "dims": [4]}]}))  # fmt: skip
     assert cfg.as_dict() is cfg.as_dict()
-    with pytest.raises(ValueError, match="configuration specified max_batch_size 8, but in "
-                       "auto-complete-config function for model 'ac' specified max_batch_size 4"):
+    with pytest.raises(
+        ValueError,
+        match="configuration specified max_batch_size 8, but in "
+        "auto-complete-config function for model 'ac' specified max_batch_size 4",
+    ):
         cfg.set_max_batch_size(4)
     cfg.set_max_batch_size(16)
-    with pytest.raises(ValueError, match="contains property other than 'name', 'data_type', 'dims' and 'optional'"):
+    with pytest.raises(
+        ValueError, match="contains property other than 'name', 'data_type', 'dims' and 'optional'"
+    ):
         cfg.add_input({"name": "X", "data_type": "TYPE_FP32", "dims": [1], "format": "x"})
-    with pytest.raises(ValueError, match="contains property other than 'name', 'data_type' and 'dims'"):
+    with pytest.raises(
+        ValueError, match="contains property other than 'name', 'data_type' and 'dims'"
+    ):
         cfg.add_output({"name": "X", "data_type": "TYPE_FP32", "dims": [1], "optional": True})
     with pytest.raises(ValueError, match="is missing 'dims' property"):
         cfg.add_input({"name": "X", "data_type": "TYPE_FP32"})
-    with pytest.raises(ValueError, match="configuration expects datatype TYPE_FP32 for input 'I', model provides TYPE_INT32"):
+    with pytest.raises(
+        ValueError,
+        match="configuration expects datatype TYPE_FP32 for input 'I', model provides TYPE_INT32",
+    ):
         cfg.add_input({"name": "I", "data_type": "TYPE_INT32", "dims": [4]})
-    with pytest.raises(ValueError, match=r"the model expects dims \[8\] but the model configuration specifies dims \[4\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"the model expects dims \[8\] but the model configuration specifies dims \[4\]",
+    ):
         cfg.add_input({"name": "I", "data_type": "TYPE_FP32", "dims": [8]})
-    with pytest.raises(ValueError, match="the model expects optional True but the model configuration specifies optional False"):
+    with pytest.raises(
+        ValueError,
+        match="the model expects optional True but the model configuration specifies "
+        "optional False",
+    ):
         cfg.add_input({"name": "I", "data_type": "TYPE_FP32", "dims": [4], "optional": True})
     cfg.add_output({"name": "O", "data_type": "TYPE_FP32", "dims": [4]})
     cfg.set_dynamic_batching()

@@ -4,6 +4,7 @@ at once (IN and IN + 1) with ``async_exec(decoupled=True)``; SUM adds up every O
 import asyncio
 
 import numpy as np
+
 import triton_python_backend_utils as pb_utils
 
 

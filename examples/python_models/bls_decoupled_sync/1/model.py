@@ -4,6 +4,7 @@ response of a stream that ends with a bare FINAL flag has no outputs.
 """
 
 import numpy as np
+
 import triton_python_backend_utils as pb_utils
 
 

@@ -3,6 +3,7 @@ or MODEL) and ``args["model_instance_device_id"]``. Two CPU instances; DEVICE te
 which one answered. OUTPUT0 = softmax(INPUT0)."""
 
 import numpy as np
+
 import triton_python_backend_utils as pb_utils
 
 

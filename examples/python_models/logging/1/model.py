@@ -22,7 +22,11 @@ class TritonPythonModel:
         log_all("execute")
         return [
             pb_utils.InferenceResponse(
-                [pb_utils.Tensor("OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())]
+                [
+                    pb_utils.Tensor(
+                        "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+                    )
+                ]
             )
             for r in requests
         ]

@@ -2,6 +2,7 @@
 model uses 5 for it. OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1."""
 
 import numpy as np
+
 import triton_python_backend_utils as pb_utils
 
 

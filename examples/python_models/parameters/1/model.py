@@ -5,6 +5,7 @@ CONFIG_PARAMETER the config's "greeting"."""
 import json
 
 import numpy as np
+
 import triton_python_backend_utils as pb_utils
 
 
@@ -22,7 +23,9 @@ class TritonPythonModel:
                 pb_utils.InferenceResponse(
                     [
                         pb_utils.Tensor("PARAMETERS", np.array([text], dtype=object)),
-                        pb_utils.Tensor("CONFIG_PARAMETER", np.array([self.greeting], dtype=object)),
+                        pb_utils.Tensor(
+                            "CONFIG_PARAMETER", np.array([self.greeting], dtype=object)
+                        ),
                     ]
                 )
             )

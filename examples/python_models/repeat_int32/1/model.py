@@ -7,6 +7,7 @@ import threading
 import time
 
 import numpy as np
+
 import triton_python_backend_utils as pb_utils
 
 
@@ -36,7 +37,7 @@ class TritonPythonModel:
         return None
 
     def respond(self, sender, values, delays):
-        for index, (value, delay) in enumerate(zip(values, delays)):
+        for index, (value, delay) in enumerate(zip(values, delays, strict=True)):
             time.sleep(int(delay) / 1000)
             sender.send(
                 pb_utils.InferenceResponse(
