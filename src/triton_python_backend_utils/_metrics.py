@@ -80,6 +80,7 @@ class MetricStore:
         self._by_name: dict[str, _Family] = {}
         self._families: dict[int, _Family] = {}
         self._metrics: dict[int, tuple[_Family, tuple[Any, ...]]] = {}
+        self._owners: dict[int, str] = {}
         self._next = 1
 
     def family_create(self, instance: str, name: str, description: str, kind: int) -> int:
@@ -97,12 +98,14 @@ class MetricStore:
             fid = self._next
             self._next += 1
             self._families[fid] = family
+            self._owners[fid] = instance
             return fid
 
     def family_delete(self, family_id: int) -> None:
         """Drop a family handle; the family goes away with its last handle."""
         with self._lock:
             family = self._families.pop(family_id, None)
+            self._owners.pop(family_id, None)
             if family is None:
                 return
             family.refs -= 1
@@ -135,12 +138,14 @@ class MetricStore:
             mid = self._next
             self._next += 1
             self._metrics[mid] = (family, key)
+            self._owners[mid] = instance
             return mid
 
     def metric_delete(self, metric_id: int) -> None:
         """Drop a series handle; the series goes away with its last handle."""
         with self._lock:
             entry = self._metrics.pop(metric_id, None)
+            self._owners.pop(metric_id, None)
             if entry is None:
                 return
             family, key = entry
@@ -180,12 +185,16 @@ class MetricStore:
             series = entry[0].series.get(entry[1])
             return float(series.value) if series is not None else 0.0
 
-    def drop_all(self, family_ids: list[int], metric_ids: list[int]) -> None:
-        """Release the handles a model instance held (it ended)."""
-        for mid in metric_ids:
-            self.metric_delete(mid)
-        for fid in family_ids:
-            self.family_delete(fid)
+    def drop_instance(self, instance: str) -> None:
+        """Release every handle a model instance still holds (it ended)."""
+        with self._lock:
+            handles = [h for h, owner in self._owners.items() if owner == instance]
+        for handle in handles:
+            if handle in self._metrics:
+                self.metric_delete(handle)
+        for handle in handles:
+            if handle in self._families:
+                self.family_delete(handle)
 
     def snapshot(self) -> list[FamilySnapshot]:
         """Every family with its series, in creation order."""

@@ -236,7 +236,8 @@ def test_no_segment_outlives_a_killed_server(tmp_path: Path) -> None:
     prefix = f"thkill{os.getpid()}_"
     server = _launch.start(REPO, f"--backend-config=python,shm-region-prefix-name={prefix}")
     try:
-        assert infer(server.url, "identity", ("F", "FP32", [100_000], [1.0] * 100_000)).status == 200
+        big = ("F", "FP32", [100_000], [1.0] * 100_000)
+        assert infer(server.url, "identity", big).status == 200
         workers = [int(p) for p in re.findall(r"pid (\d+)", server.log())]
         server.process.kill()  # SIGKILL: no clean-up code runs in the server
         server.process.wait(10)
@@ -283,8 +284,8 @@ def test_execution_env_path_runs_the_worker_in_that_environment(tmp_path: Path) 
             "class TritonPythonModel:\n"
             "    def execute(self, requests):\n"
             "        text = json.dumps([sys.prefix, sys.executable])\n"
-            "        return [pb.InferenceResponse([pb.Tensor('OUT', np.array([text], dtype=object))])"
-            " for _ in requests]\n"
+            "        out = pb.Tensor('OUT', np.array([text], dtype=object))\n"
+            "        return [pb.InferenceResponse([out]) for _ in requests]\n"
         )
         env = _make_env(model)
         if env_ref is None:
@@ -323,5 +324,7 @@ def test_execution_env_without_activate_is_refused(tmp_path: Path, servers: Star
     server = servers(tmp_path / "repo", "--model-control-mode=explicit")
     r = exchange(server.url, "POST", "/v2/repository/models/noenv/load")
     assert r.status == 400
-    assert f"Path {model}/envdir/bin/activate does not exist. The Python environment should " \
+    assert (
+        f"Path {model}/envdir/bin/activate does not exist. The Python environment should "
         "contain an 'activate' script." in r.json()["error"]
+    )

@@ -11,6 +11,7 @@ import asyncio
 import threading
 import time
 
+from triton_python_backend_utils import _runtime
 from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
 
 from ...core._types import ExecutionTimes, InferRequest, InferResponse
@@ -184,3 +185,4 @@ class InProcessInstance:
     async def finalize(self) -> None:
         await self._runner.run(self.host.finalize, may_inline=False)
         self._runner.close()
+        _runtime.current().metrics().drop_instance(self.name)

@@ -540,6 +540,7 @@ class ProcessInstance:
         for req in self._bls.values():
             req.cancelled = True
         self._bls.clear()
+        self._services.metrics.drop_instance(self.name)
         worker = self._worker
         if worker is not None:
             self._spawn(worker.reap())
@@ -688,6 +689,7 @@ class ProcessInstance:
             worker.close()
         if worker is not None:
             await worker.reap()
+        self._services.metrics.drop_instance(self.name)
         if self._tasks:
             for task in list(self._tasks):
                 task.cancel()
