@@ -46,7 +46,7 @@ class PythonBackend:
     def bind(self, bridge: ServerBridge) -> None:
         """Connect to the server (on its event loop): BLS, model control, metrics."""
         self.services.bind(bridge, asyncio.get_running_loop())
-        if not self._bound:
+        if not isinstance(_runtime.current(), InProcessRuntime) or not self._bound:
             _runtime.install(InProcessRuntime(self.services))
             self._bound = True
 
@@ -151,6 +151,7 @@ class PythonBackend:
             try:
                 cls, path = load_model_class(ctx.model_dir, ctx.version, filename)
                 host = ModelHost(cls, path, instance_name, decoupled)
+                host.context = self.services
                 host.initialize(args)
             except ModelError as e:
                 raise CoreError(str(e), Code.INTERNAL) from None
@@ -163,7 +164,7 @@ class PythonBackend:
             raise
         if inline == "auto" and (decoupled or _mentions_blocking_calls(host)):
             runner.never_inline()
-        return InProcessInstance(host, outputs, runner)
+        return InProcessInstance(host, outputs, runner, self.services)
 
 
 def _mentions_blocking_calls(host: ModelHost) -> bool:

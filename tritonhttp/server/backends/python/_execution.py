@@ -131,6 +131,8 @@ class ModelHost:
         #: waits for a future of the instance loop (a worker keeps its channel going)
         self._block = block or (lambda fut: fut.result())
         self.uses_async = False
+        #: what the hosting server attaches (in-process: its ModelServices)
+        self.context: Any = None
         #: a worker process lets ``sys.exit()`` in model code end it (the server then fails
         #: the requests and restarts the instance); in the server's process it is an error
         self.exit_on_system_exit = False

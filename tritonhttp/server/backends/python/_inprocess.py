@@ -11,13 +11,13 @@ import asyncio
 import threading
 import time
 
-from triton_python_backend_utils import _runtime
 from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
 
 from ...core._types import ExecutionTimes, InferRequest, InferResponse
 from ._convert import core_error, core_response, params_json, pb_tensor, requested_names
 from ._execution import ModelHost
 from ._runner import InstanceRunner
+from ._services import ModelServices
 
 __all__ = ["InProcessInstance"]
 
@@ -108,12 +108,19 @@ def _set(fut: asyncio.Future[InferResponse], value: InferResponse) -> None:
 class InProcessInstance:
     """Implements :class:`~tritonhttp.server.core._backend_api.ModelInstance` in-process."""
 
-    def __init__(self, host: ModelHost, output_names: list[str], runner: InstanceRunner) -> None:
+    def __init__(
+        self,
+        host: ModelHost,
+        output_names: list[str],
+        runner: InstanceRunner,
+        services: ModelServices,
+    ) -> None:
         self.name = host.instance_name
         self.host = host
         self._outputs = set(output_names)
         self._decoupled = host.decoupled
         self._runner = runner
+        self._services = services
         self._ready_check: asyncio.Future[bool | None] | None = None
 
     async def execute(
@@ -185,4 +192,4 @@ class InProcessInstance:
     async def finalize(self) -> None:
         await self._runner.run(self.host.finalize, may_inline=False)
         self._runner.close()
-        _runtime.current().metrics().drop_instance(self.name)
+        self._services.metrics.drop_instance(self.name)

@@ -113,8 +113,18 @@ class InProcessRuntime(_runtime.Runtime):
 
     def __init__(self, services: ModelServices) -> None:
         super().__init__()
-        self.services = services
-        self._store = services.metrics
+        self._default = services
+
+    @property
+    def services(self) -> ModelServices:
+        """The calling model's server (several servers may share one process)."""
+        host = current_host()
+        if host is not None and isinstance(host.context, ModelServices):
+            return host.context
+        return self._default
+
+    def metrics(self) -> MetricStore:
+        return self.services.metrics
 
     def instance_name(self) -> str:
         host = current_host()
