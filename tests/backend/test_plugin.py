@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+
 import pytest
 
 from .conftest import EXAMPLES, REPOS
@@ -101,4 +102,3 @@ def test_trace(triton_server):
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
     result.assert_outcomes(passed=1)
-

@@ -41,6 +41,9 @@ class BackendSettings:
     stub_timeout_s: float = 30.0
     shm_prefix: str = "triton_python_backend_shm_region_"
     python: str = sys.executable
+    #: microseconds a worker (and the server, for a lone request) polls for the next
+    #: message before sleeping; 0 disables
+    busy_wait_us: int = 300
 
     @classmethod
     def parse(cls, values: dict[str, str]) -> BackendSettings:
@@ -79,7 +82,11 @@ class BackendSettings:
                 f"unknown inline-execution '{inline}' (expected 'auto', 'always' or 'never')",
                 Code.INVALID_ARG,
             )
-        return cls(isolation, inline, shm_default, growth, float(timeout), prefix)
+        busy = _int(values, "busy-wait-us", 300)
+        if busy < 0:
+            raise CoreError("busy-wait-us can't be negative.", Code.INVALID_ARG)
+        return cls(isolation, inline, shm_default, growth, float(timeout), prefix,
+                   busy_wait_us=busy)  # fmt: skip
 
     def isolation_of(self, config: ModelConfig) -> str:
         """The model's isolation: its ``ISOLATION`` parameter, else the server's."""

@@ -22,6 +22,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -59,6 +60,9 @@ class Channel:
         self.replies: dict[int, Any] = {}
         self.route: Callable[[Any], None] = lambda m: None
         self.closed = False
+        #: poll this long for the next message before sleeping (0: never)
+        self.spin_s = 0.0
+        self._gap = 0.0
 
     def send(self, message: Any) -> None:
         data = encode(message)
@@ -102,6 +106,34 @@ class Channel:
                 cond.notify_all()
 
     def _read(self, wakeable: bool) -> list[Any]:
+        if self.spin_s and not wakeable:
+            # A busy instance gets its next message within microseconds: poll for it a
+            # little while instead of sleeping (a wake-up costs tens of microseconds).
+            start = time.perf_counter()
+            if self._gap < self.spin_s:
+                deadline = start + self.spin_s
+                recv = self.sock.recv
+                while True:
+                    try:
+                        data = recv(1 << 18, socket.MSG_DONTWAIT)
+                    except BlockingIOError:
+                        if time.perf_counter() < deadline:
+                            os.sched_yield()  # whoever else wants this CPU goes first
+                            continue
+                        break
+                    if not data:
+                        os._exit(0)
+                    self._gap = time.perf_counter() - start
+                    messages = self._frames.feed(data)
+                    if messages:
+                        return messages
+            data = self.sock.recv(1 << 18)
+            self._gap = time.perf_counter() - start
+            if not data:
+                os._exit(0)
+            messages = self._frames.feed(data)
+            if messages:
+                return messages
         while not wakeable:
             data = self.sock.recv(1 << 18)
             if not data:
@@ -332,6 +364,7 @@ class Worker:
     # ------------------------------------------------------------------ roles
 
     def setup(self, settings: dict[str, Any]) -> None:
+        self.channel.spin_s = float(settings.get("spin_us", 0)) / 1e6
         self.outputs = Producer(
             settings["prefix"],
             settings["default_size"],
