@@ -1,0 +1,244 @@
+"""The Python-backend runtime against real Triton 2.51.0, side by side in one run.
+
+    python benchmarks/backend_bench.py [--seconds 2] [--rounds 3] [--skip-real]
+
+Cases (every server in turn, alternating rounds; medians, with the spread of the rounds):
+
+* ``add_sub`` JSON inference at -c1 and -c16 (requests/s): our server with process
+  isolation (the default: a worker process per instance), with in-process isolation, and
+  real Triton;
+* a CPU-bound model (a pure-Python loop that holds the GIL) with ``count: 2`` against
+  ``count: 1``, four clients (requests/s; their ratio shows the parallelism of worker
+  processes; in-process isolation is shown for contrast).
+
+Load comes from wrk when it is installed (``apt-get install -y wrk``), else from a small
+keep-alive load generator of this script. Prints ``name: ours X, reference Y, ratio R``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+ADD_SUB = ROOT / "tests" / "models" / "add_sub"
+ADD_BODY = json.dumps({"inputs": [
+    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]},
+    {"name": "INPUT1", "datatype": "FP32", "shape": [4], "data": [1, 1, 1, 1]},
+]}, separators=(",", ":"))  # fmt: skip
+CPU_BODY = json.dumps(
+    {"inputs": [{"name": "N", "datatype": "INT64", "shape": [1], "data": [200_000]}]},
+    separators=(",", ":"),
+)
+CPU_MODEL = """import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            n = int(pb_utils.get_input_tensor_by_name(request, "N").as_numpy()[0])
+            total = 0
+            for i in range(n):
+                total += i * i % 7
+            out.append(pb_utils.InferenceResponse(
+                [pb_utils.Tensor("OUT", np.array([total], dtype=np.int64))]))
+        return out
+"""
+
+
+def _repos(tmp: Path) -> tuple[Path, Path, Path]:
+    add = tmp / "add"
+    shutil.copytree(ADD_SUB, add / "add_sub")
+    cpu = []
+    for count in (1, 2):
+        model = tmp / f"cpu{count}" / "cpu_bound"
+        (model / "1").mkdir(parents=True)
+        (model / "1" / "model.py").write_text(CPU_MODEL)
+        (model / "config.pbtxt").write_text(
+            'backend: "python"\n'
+            'input [ { name: "N" data_type: TYPE_INT64 dims: [ 1 ] } ]\n'
+            'output [ { name: "OUT" data_type: TYPE_INT64 dims: [ 1 ] } ]\n'
+            f"instance_group [ {{ count: {count} kind: KIND_CPU }} ]\n"
+        )
+        cpu.append(model.parent)
+    return add, cpu[0], cpu[1]
+
+
+# ----------------------------------------------------------------------------- load
+
+
+def _wrk(url: str, path: str, body: str, connections: int, seconds: float) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "post.lua"
+        script.write_text(
+            f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n'
+            'wrk.headers["Content-Type"] = "application/json"\n'
+        )
+        out = subprocess.run(
+            ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "-s",
+             str(script), f"http://{url}{path}"],
+            capture_output=True, text=True,
+        ).stdout  # fmt: skip
+    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if not m or "Non-2xx" in out:
+        raise RuntimeError(f"wrk failed against {url}{path}:\n{out}")
+    return float(m.group(1))
+
+
+async def _client(host: str, port: int, request: bytes, stop: float, counts: list[int]) -> None:
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        while time.perf_counter() < stop:
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            m = re.search(rb"(?i)content-length:\s*(\d+)", head)
+            await reader.readexactly(int(m.group(1)) if m else 0)
+            if not head.startswith(b"HTTP/1.1 200"):
+                raise RuntimeError(f"request failed: {head[:80]!r}")
+            counts[0] += 1
+    finally:
+        writer.close()
+
+
+def _python_load(url: str, path: str, body: str, connections: int, seconds: float) -> float:
+    """Requests/s of ``connections`` keep-alive clients (when wrk is not installed)."""
+    host, port = url.split(":")
+    request = (
+        f"POST {path} HTTP/1.1\r\nHost: {url}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n{body}"
+    ).encode()
+
+    async def run() -> float:
+        counts = [0]
+        start = time.perf_counter()
+        stop = start + seconds
+        await asyncio.gather(
+            *(_client(host, int(port), request, stop, counts) for _ in range(connections))
+        )
+        return counts[0] / (time.perf_counter() - start)
+
+    return asyncio.run(run())
+
+
+# ----------------------------------------------------------------------------- servers
+
+
+def _ours(*flags: str) -> Callable[[Path], Any]:
+    def start(repo: Path) -> Any:
+        from tritonhttp.server import _launch
+
+        return _launch.start(repo, "--log-info=false", *flags)
+
+    return start
+
+
+def _real(repo: Path) -> Any:
+    from tritonhttp.testing import _real_triton as rt
+
+    return rt.start(repo)
+
+
+def _measure(
+    cases: dict[str, tuple[Callable[[Path], Any], Path]],
+    path: str,
+    body: str,
+    connections: int,
+    seconds: float,
+    rounds: int,
+    load: Callable[..., float],
+) -> dict[str, list[float]]:
+    servers = {name: start(repo) for name, (start, repo) in cases.items()}
+    try:
+        for s in servers.values():  # warm up
+            load(s.url, path, body, connections, 1)
+        results: dict[str, list[float]] = {name: [] for name in servers}
+        for _ in range(rounds):
+            for name, s in servers.items():
+                results[name].append(load(s.url, path, body, connections, seconds))
+        return results
+    finally:
+        for s in servers.values():
+            s.stop()
+
+
+def _fmt(values: list[float]) -> str:
+    med = statistics.median(values)
+    spread = (max(values) - min(values)) / med * 100 if med else 0.0
+    return f"{med:.0f} (rounds {', '.join(f'{v:.0f}' for v in values)}; spread {spread:.0f}%)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=2, help="duration of each round")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per case")
+    parser.add_argument("--skip-real", action="store_true", help="measure our server only")
+    args = parser.parse_args(argv)
+    load = _wrk if shutil.which("wrk") else _python_load
+    if load is _python_load:
+        print("wrk not found (apt-get install -y wrk): using this script's load generator")
+    real_ok = not args.skip_real
+    if real_ok:
+        from tritonhttp.testing import _real_triton as rt
+
+        problem = rt.platform_problem()
+        if problem:
+            print(f"real Triton unavailable ({problem}): measuring ours only")
+            real_ok = False
+        else:
+            rt.ensure_installed()
+    tmp = Path(tempfile.mkdtemp(prefix="tritonhttp-backend-bench-"))
+    try:
+        add, cpu1, cpu2 = _repos(tmp)
+        cases: dict[str, tuple[Callable[[Path], Any], Path]] = {
+            "process": (_ours(), add),
+            "in-process": (_ours("--python-isolation=in-process"), add),
+        }
+        if real_ok:
+            cases["triton"] = (_real, add)
+        for connections in (1, 16):
+            res = _measure(cases, "/v2/models/add_sub/infer", ADD_BODY, connections,
+                           args.seconds, args.rounds, load)  # fmt: skip
+            print(f"add_sub JSON -c{connections} (req/s):")
+            for name, values in res.items():
+                print(f"  {name}: {_fmt(values)}")
+            if real_ok:
+                ref = statistics.median(res["triton"])
+                for name in ("process", "in-process"):
+                    ours = statistics.median(res[name])
+                    print(f"add_sub JSON -c{connections}, {name}: ours {ours:.0f}, reference "
+                          f"{ref:.0f}, ratio {ours / ref:.2f}")  # fmt: skip
+        cpu_cases: dict[str, tuple[Callable[[Path], Any], Path]] = {
+            "count 1": (_ours(), cpu1),
+            "count 2": (_ours(), cpu2),
+            "count 2 in-process": (_ours("--python-isolation=in-process"), cpu2),
+        }
+        res = _measure(cpu_cases, "/v2/models/cpu_bound/infer", CPU_BODY, 4, args.seconds,
+                       args.rounds, load)  # fmt: skip
+        print("CPU-bound model, 4 clients (req/s):")
+        for name, values in res.items():
+            print(f"  {name}: {_fmt(values)}")
+        one = statistics.median(res["count 1"])
+        for name in ("count 2", "count 2 in-process"):
+            value = statistics.median(res[name])
+            print(f"cpu_bound {name} vs count 1: ours {value:.0f}, reference {one:.0f}, "
+                  f"ratio {value / one:.2f}")  # fmt: skip
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
