@@ -530,6 +530,21 @@ class ProcessInstance:
             self._init_future.set_result(text)
         if self._fini_future is not None and not self._fini_future.done():
             self._fini_future.set_result(None)
+        self._fail_pending(text)
+        for req in self._bls.values():
+            req.cancelled = True
+        self._bls.clear()
+        self._services.metrics.drop_instance(self.name)
+        worker = self._worker
+        if worker is not None:
+            self._spawn(worker.reap())
+        started = self._init_future is not None and self._init_future.done() and self.pid
+        if started and not self._finalizing:
+            log.error("%s", text)
+            self._restart_soon()
+
+    def _fail_pending(self, text: str) -> None:
+        """Every request this worker had not finally answered gets ``text``."""
         pending, self._pending = self._pending, {}
         for p in pending.values():
             error = InferResponse(error=CoreError(text, Code.INTERNAL), failed=True)
@@ -542,17 +557,6 @@ class ProcessInstance:
                 p.result = error
             elif not p.waiter.done():
                 p.waiter.set_result(error)
-        for req in self._bls.values():
-            req.cancelled = True
-        self._bls.clear()
-        self._services.metrics.drop_instance(self.name)
-        worker = self._worker
-        if worker is not None:
-            self._spawn(worker.reap())
-        started = self._init_future is not None and self._init_future.done() and self.pid
-        if started and not self._finalizing:
-            log.error("%s", text)
-            self._restart_soon()
 
     def _hung(self, worker: WorkerProcess, done: asyncio.Future[Any]) -> None:
         """``execute`` ran past stub-timeout-seconds: kill the worker (it is replaced)."""
@@ -712,6 +716,8 @@ class ProcessInstance:
             worker.close()
         if worker is not None:
             await worker.reap()
+        # streams the model never finished (decoupled requests without a FINAL)
+        self._fail_pending(f"Stub process '{self.name}' was stopped: the model was unloaded.")
         self._services.metrics.drop_instance(self.name)
         if self._tasks:
             for task in list(self._tasks):

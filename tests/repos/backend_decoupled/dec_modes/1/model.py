@@ -75,6 +75,20 @@ class TritonPythonModel:
                 sender.send(data(1), flags=FINAL)
             elif mode == 11:  # an error response as the only response
                 sender.send(error("only error", pb_utils.TritonError.NOT_FOUND), flags=FINAL)
+            elif mode == 12:  # streams until the request is cancelled (the client went away)
+                def watch(r=request, s=sender):
+                    for i in range(300):
+                        if r.is_cancelled():
+                            pb_utils.Logger.log_info(f"cancelled after {i} responses")
+                            s.send(error("cancelled", pb_utils.TritonError.CANCELLED), flags=FINAL)
+                            return
+                        s.send(data(i))
+                        time.sleep(0.01)
+                    s.send(flags=FINAL)
+
+                t = threading.Thread(target=watch)
+                t.start()
+                self.threads.append(t)
         return None
 
     def finalize(self):
