@@ -192,6 +192,10 @@ class ModelHost:
                 self._loop.stop()
                 self._loop = None
 
+    def has_ready_hook(self) -> bool:
+        """Whether the model defines ``is_ready()``."""
+        return callable(getattr(self._model, "is_ready", None))
+
     def is_ready(self) -> bool | None:
         """The model's ``is_ready()`` (None when it has none); errors and timeouts: False."""
         hook = getattr(self._model, "is_ready", None)

@@ -319,6 +319,7 @@ class ProcessInstance:
         self._ready_check: asyncio.Future[bool | None] | None = None
         self._last_end = 0
         self._last_rtt = 0
+        self._ready_hook = False
 
     # ------------------------------------------------------------------ start
 
@@ -343,7 +344,7 @@ class ProcessInstance:
             worker.close()
             await worker.reap()
             raise CoreError(result, Code.INTERNAL)
-        self.pid = int(result)
+        self.pid, self._ready_hook = int(result[0]), bool(result[1])
 
     # ------------------------------------------------------------------ messages
 
@@ -690,6 +691,8 @@ class ProcessInstance:
         worker = self._worker
         if worker is None or not worker.alive:
             return False
+        if not self._ready_hook:
+            return None
         call_id = next(self._tokens)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._calls[call_id] = fut

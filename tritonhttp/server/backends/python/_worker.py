@@ -396,7 +396,7 @@ class Worker:
         except ModelError as e:
             self.channel.send(("init_error", str(e)))
             return
-        self.channel.send(("ready", os.getpid()))
+        self.channel.send(("ready", (os.getpid(), host.has_ready_hook())))
         while True:
             m = self.channel.next_main()
             kind = m[0]
