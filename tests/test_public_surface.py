@@ -66,7 +66,9 @@ def public_attributes(module: types.ModuleType) -> dict[str, Any]:
     """Public attributes, without subpackages and ``from __future__``/typing helpers."""
     out = {}
     for name, value in vars(module).items():
-        if name.startswith("_"):
+        # "@py_builtins"/"@pytest_ar": pytest's assertion rewriting, which covers every
+        # package of a distribution registering a pytest plugin (ours: the model fixtures)
+        if name.startswith(("_", "@")):
             continue
         if isinstance(value, __future__._Feature):
             continue

@@ -638,6 +638,7 @@ class ProcessInstance:
             )  # fmt: skip
         worker.send(("exec", batch_id, descs))
         t1 = time.monotonic_ns()
+        times.input_ns = t1 - t0
         spin = self._settings.busy_wait_us * 1000
         _ACTIVE[0] += 1
         timer = loop.call_later(self._settings.stub_timeout_s, self._hung, worker, done)
