@@ -14,7 +14,8 @@ from typing import Any
 
 from .._errors import raise_error
 from .._plugin import Request
-from ._endpoints import JSON, NONE, PROBE, RESULT, Call
+from ._endpoints import GENERATE, JSON, NONE, PROBE, RESULT, Call
+from ._generate import generate_result
 from ._http import encode_request_head, header_fields
 from ._infer import Buffer, ParsedInferResponse, parse_infer_response
 from ._json import loads
@@ -126,12 +127,17 @@ def interpret(
     """The method's result for the answer ``(status, body)``; raises the server's error.
 
     PROBE -> bool (no error check); JSON -> parsed body; NONE -> None (prints the done
-    message when verbose); RESULT -> :class:`ParsedInferResponse`. ``header(name)``
-    looks up a response header.
+    message when verbose); RESULT -> :class:`ParsedInferResponse`; GENERATE -> the
+    parsed answer (an error object in it is raised). ``header(name)`` looks up a
+    response header.
     """
     kind = call.kind
     if kind == PROBE:
         return status == 200
+    if kind == GENERATE:
+        if verbose:
+            print(bytes(body))
+        return generate_result(status, body)
     error = error_for(status, body)
     if error is not None:
         raise error
