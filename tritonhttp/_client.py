@@ -23,6 +23,7 @@ from ._errors import (
     raise_error,
 )
 from ._generate import GenerateStream
+from ._plugin import InferenceServerClientBase
 from ._protocol import (
     RESULT,
     Call,
@@ -88,7 +89,7 @@ class InferAsyncRequest:
         return f"<InferAsyncRequest {state}>"
 
 
-class InferenceServerClient:
+class InferenceServerClient(InferenceServerClientBase):
     """A client for Triton's HTTP/REST API; a drop-in for ``tritonclient.http``'s.
 
     Unlike tritonclient's, one client can be used from any number of threads: it keeps
@@ -129,12 +130,12 @@ class InferenceServerClient:
         ssl_context_factory: Callable[..., _ssl.SSLContext] | None = None,
         insecure: bool = False,
     ) -> None:
+        super().__init__()
         address = parse_server_url(url, ssl)
         self._address = address
         self._base_uri = address.base_path
         self._host = address.host_header
         self._verbose = verbose
-        self._plugin: Any = None
         ssl_context = None
         server_hostname = None
         if ssl:
@@ -203,35 +204,6 @@ class InferenceServerClient:
         if executor is not None:
             executor.shutdown(wait=True)
         self._pool.close()
-
-    # -- plugins -------------------------------------------------------------------------
-
-    def register_plugin(self, plugin: Any) -> None:
-        """Register a plugin (called with a :class:`Request` before every request).
-
-        Raises:
-            InferenceServerException: a plugin is already registered.
-        """
-        if self._plugin is not None:
-            raise_error(
-                "A plugin is already registered. Please unregister the previous plugin "
-                "first before registering a new plugin."
-            )
-        self._plugin = plugin
-
-    def plugin(self) -> Any:
-        """The registered plugin, or None."""
-        return self._plugin
-
-    def unregister_plugin(self) -> None:
-        """Remove the registered plugin.
-
-        Raises:
-            InferenceServerException: no plugin is registered.
-        """
-        if self._plugin is None:
-            raise_error("No plugin has been registered.")
-        self._plugin = None
 
     # -- request pipeline ----------------------------------------------------------------
 

@@ -56,13 +56,18 @@ class Prepared:
 class RequestContext:
     """Per-client settings of the pipeline: where requests go and how they are written."""
 
-    __slots__ = ("_fixed_tail", "base_path", "host", "user_agent", "verbose")
+    __slots__ = ("_fast", "_fixed_tail", "base_path", "host", "user_agent", "verbose")
 
-    def __init__(self, base_path: str, host: str, user_agent: str, verbose: bool) -> None:
+    def __init__(
+        self, base_path: str, host: str, user_agent: str, verbose: bool, fields: bool = False
+    ) -> None:
+        """``fields``: always fill :attr:`Prepared.fields` (for transports that take
+        header lines rather than the request head)."""
         self.base_path = base_path
         self.host = host
         self.user_agent = user_agent
         self.verbose = verbose
+        self._fast = not verbose and not fields
         self._fixed_tail = f"Host: {host}\r\n"
 
     def prepare(
@@ -79,7 +84,7 @@ class RequestContext:
         """
         method = call.method
         size = call.size
-        if not headers and plugin is None and query_params is None and not self.verbose:
+        if not headers and plugin is None and query_params is None and self._fast:
             # Fast path: the fixed layout with the library headers only.
             extra = ""
             if call.headers:
