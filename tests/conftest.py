@@ -47,3 +47,34 @@ def real_triton_factory() -> Iterator[RealTritonFactory]:
 def real_triton(real_triton_factory: RealTritonFactory) -> rt.RealTriton:
     """Real tritonserver 2.51.0 serving ``tests/models`` on 127.0.0.1."""
     return real_triton_factory(MODELS)
+
+
+# ----------------------------------------------------------------------------- bundled server
+
+from tritonhttp.server import _launch as _bundled  # noqa: E402
+
+BundledFactory = Callable[..., _bundled.BundledServer]
+
+
+@pytest.fixture(scope="session")
+def bundled_server_factory() -> Iterator[BundledFactory]:
+    """Start OUR server (``python -m tritonhttp.server``) for (repository, *args), once each."""
+    servers: dict[tuple[str, tuple[str, ...]], _bundled.BundledServer] = {}
+
+    def factory(repo: Path | str = MODELS, *args: str) -> _bundled.BundledServer:
+        key = (str(Path(repo).resolve()), args)
+        server = servers.get(key)
+        if server is None or server.process.poll() is not None:
+            server = _bundled.start(repo, *args)
+            servers[key] = server
+        return server
+
+    yield factory
+    for server in servers.values():
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def bundled_server(bundled_server_factory: BundledFactory) -> _bundled.BundledServer:
+    """Our server serving ``tests/models`` on 127.0.0.1 (``.url`` like ``real_triton``)."""
+    return bundled_server_factory(MODELS)

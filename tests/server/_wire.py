@@ -1,0 +1,74 @@
+"""Raw HTTP exchanges for comparing servers byte for byte."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def content_type(self) -> str | None:
+        return self.headers.get("content-type")
+
+    def json(self) -> Any:
+        n = int(self.headers.get("inference-header-content-length", len(self.body)))
+        return json.loads(self.body[:n])
+
+
+def exchange(
+    url: str,
+    method: str,
+    path: str,
+    body: bytes | str = b"",
+    headers: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> Reply:
+    host, port = url.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        data = body.encode() if isinstance(body, str) else body
+        conn.request(
+            method, path, body=data if (data or method == "POST") else None, headers=headers or {}
+        )
+        r = conn.getresponse()
+        payload = r.read()
+        return Reply(r.status, {k.lower(): v for k, v in r.getheaders()}, payload)
+    finally:
+        conn.close()
+
+
+def binary_request(
+    inputs: list[tuple[str, str, list[int], bytes]],
+    outputs: list[dict[str, Any]] | None = None,
+    parameters: dict[str, Any] | None = None,
+    request_id: str | None = None,
+) -> tuple[bytes, dict[str, str]]:
+    """A JSON header + binary blobs body and its IHCL header."""
+    doc: dict[str, Any] = {}
+    if request_id is not None:
+        doc["id"] = request_id
+    if parameters:
+        doc["parameters"] = parameters
+    doc["inputs"] = [
+        {"name": n, "datatype": dt, "shape": shape, "parameters": {"binary_data_size": len(b)}}
+        for n, dt, shape, b in inputs
+    ]
+    if outputs is not None:
+        doc["outputs"] = outputs
+    header = json.dumps(doc, separators=(",", ":")).encode()
+    return header + b"".join(b for *_, b in inputs), {
+        "Inference-Header-Content-Length": str(len(header))
+    }
+
+
+def bytes_blob(items: list[bytes]) -> bytes:
+    return b"".join(struct.pack("<I", len(x)) + x for x in items)

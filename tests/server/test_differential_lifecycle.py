@@ -1,0 +1,330 @@
+"""Model control, versions, failing models and state: one script of requests played on real
+Triton and on our server (both ``--model-control-mode=explicit`` on ``tests/repos/special``),
+every answer compared byte for byte."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._wire import Reply, exchange
+from .test_differential_state import _mask
+
+pytestmark = pytest.mark.real_triton
+
+REPO = Path(__file__).parent.parent / "repos" / "special"
+ARGS = ("--model-control-mode=explicit", "--strict-readiness=true")
+
+
+def j(doc: Any) -> str:
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def infer_body(inputs: list[tuple[str, str, list[int], list[Any]]], **extra: Any) -> str:
+    return j(
+        {
+            **extra,
+            "inputs": [{"name": n, "datatype": d, "shape": s, "data": v} for n, d, s, v in inputs],
+        }
+    )
+
+
+Step = tuple[str, str, str | bytes, dict[str, str]]
+
+LOADS = [
+    "add_sub", "broken_model", "syntax_error", "no_class", "multi_ver", "specific_ver", "latest2",
+    "bad_name", "bad_pbtxt", "unknown_field", "noconfig", "classify", "seq_accum", "param_echo",
+    "decoupled", "cfgmodel", "no_versions", "bad_dims", "kind_gpu", "exec_errors", "no_execute",
+    "not_there",
+]  # fmt: skip
+
+STEPS: list[Step] = [
+    ("POST", "/v2/repository/index", "", {}),
+    ("GET", "/v2/health/ready", "", {}),
+    ("GET", "/v2/models/add_sub", "", {}),
+    ("POST", "/v2/repository/models/add_sub/unload", "", {}),
+    ("POST", "/v2/repository/models/nope/unload", '{"parameters":{"unload_dependents":5}}', {}),
+    ("POST", "/v2/repository/models/add_sub/load", "{", {}),
+    ("POST", "/v2/repository/models/add_sub/load", '{"parameters":[]}', {}),
+    ("POST", "/v2/repository/models/add_sub/load", '{"parameters":{"config":{}}}', {}),
+    ("POST", "/v2/repository/models/add_sub/load", '{"parameters":{"other":"x"}}', {}),
+    *[("POST", f"/v2/repository/models/{m}/load", "", {}) for m in LOADS],
+    ("POST", "/v2/repository/index", "", {}),
+    ("POST", "/v2/repository/index", '{"ready":true}', {}),
+    ("GET", "/v2/health/ready", "", {}),
+    ("GET", "/v2/models/cfgmodel/stats", "", {}),  # the warm-up request counts
+    *[("GET", f"/v2/models/{m}", "", {}) for m in LOADS],
+    *[("GET", f"/v2/models/{m}/config", "", {}) for m in LOADS],
+    *[("GET", f"/v2/models/{m}/ready", "", {}) for m in LOADS],
+    ("GET", "/v2/models/multi_ver/versions/2", "", {}),
+    ("GET", "/v2/models/multi_ver/versions/2/config", "", {}),
+    ("GET", "/v2/models/specific_ver/versions/2", "", {}),
+    ("GET", "/v2/models/latest2/versions/1", "", {}),
+    ("GET", "/v2/models/broken_model/versions/1", "", {}),
+    ("POST", "/v2/models/multi_ver/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
+    ("POST", "/v2/models/multi_ver/versions/2/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
+    (
+        "POST",
+        "/v2/models/specific_ver/versions/2/infer",
+        infer_body([("IN", "INT32", [1], [0])]),
+        {},
+    ),
+    ("POST", "/v2/models/latest2/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
+    ("POST", "/v2/models/broken_model/infer", infer_body([("IN", "FP32", [1], [0])]), {}),
+    ("POST", "/v2/models/decoupled/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
+    ("POST", "/v2/models/noconfig/infer", infer_body([("IN", "FP32", [2, 2], [1, 2, 3, 4])]), {}),
+    (
+        "POST",
+        "/v2/models/classify/infer",
+        infer_body(
+            [("IN", "FP32", [4], [0.5, 0.9, 0.1, 0.7])],
+            outputs=[{"name": "OUT", "parameters": {"classification": 2}}],
+        ),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/classify/infer",
+        infer_body(
+            [("IN", "FP32", [4], [0.5, 0.9, 0.1, 0.7])],
+            outputs=[{"name": "OUT", "parameters": {"classification": 3, "binary_data": True}}],
+        ),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/cfgmodel/infer",
+        infer_body([("INPUT0", "FP32", [1, 2, 2], [1, 2, 3, 4])]),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/cfgmodel/infer",
+        infer_body([("INPUT0", "FP32", [5, 2, 2], [0] * 20)]),
+        {},
+    ),
+    ("POST", "/v2/models/cfgmodel/infer", infer_body([("INPUT0", "FP32", [2, 4], [0] * 8)]), {}),
+    ("POST", "/v2/models/no_execute/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
+    *[
+        ("POST", "/v2/models/exec_errors/infer", infer_body([("MODE", "INT32", [1], [m])]), {})
+        for m in range(11)
+    ],
+    (
+        "POST",
+        "/v2/models/exec_errors/infer",
+        infer_body(
+            [("MODE", "INT32", [1], [8])],
+            outputs=[{"name": "OUT", "parameters": {"binary_data": True}}],
+        ),
+        {},
+    ),
+    ("POST", "/v2/models/param_echo/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
+    (
+        "POST",
+        "/v2/models/param_echo/infer",
+        infer_body(
+            [("IN", "INT32", [1], [0])],
+            id="rid-7",
+            parameters={
+                "mode": "ok",
+                "priority": 0,
+                "timeout": 5000000,
+                "custom": "x",
+                "binary_data_output": False,
+                "i": -5,
+                "b": True,
+                "d": 1.5,
+                "big": 18446744073709551615,
+                "sequence_id": 5,
+                "sequence_start": True,
+            },
+        ),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/param_echo/infer",
+        infer_body(
+            [("IN", "INT32", [1], [0])],
+            parameters={"sequence_id": "abc", "sequence_end": True},
+            outputs=[{"name": "INFO"}],
+        ),
+        {},
+    ),
+    ("POST", "/v2/models/seq_accum/infer", infer_body([("INPUT", "INT32", [1], [1])]), {}),
+    (
+        "POST",
+        "/v2/models/seq_accum/infer",
+        infer_body([("INPUT", "INT32", [1], [1])], parameters={"sequence_id": 5}),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/seq_accum/infer",
+        infer_body(
+            [("INPUT", "INT32", [1], [1])], parameters={"sequence_id": 5, "sequence_start": True}
+        ),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/seq_accum/infer",
+        infer_body([("INPUT", "INT32", [1], [2])], parameters={"sequence_id": 5}),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/seq_accum/infer",
+        infer_body(
+            [("INPUT", "INT32", [1], [3])], parameters={"sequence_id": 5, "sequence_end": True}
+        ),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/seq_accum/infer",
+        infer_body([("INPUT", "INT32", [1], [3])], parameters={"sequence_id": 5}),
+        {},
+    ),
+    (
+        "POST",
+        "/v2/models/seq_accum/infer",
+        infer_body(
+            [("INPUT", "INT32", [1], [4])],
+            parameters={"sequence_id": "abc", "sequence_start": True, "sequence_end": True},
+        ),
+        {},
+    ),
+    ("POST", "/v2/repository/models/multi_ver/unload", "", {}),
+    ("POST", "/v2/models/multi_ver/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
+    ("GET", "/v2/models/multi_ver", "", {}),
+    ("GET", "/v2/models/multi_ver/stats", "", {}),
+    ("POST", "/v2/repository/models/broken_model/unload", "", {}),
+    ("GET", "/v2/health/ready", "", {}),
+    (
+        "POST",
+        "/v2/repository/models/add_sub/load",
+        j(
+            {
+                "parameters": {
+                    "config": j(
+                        {
+                            "name": "add_sub",
+                            "backend": "python",
+                            "max_batch_size": 2,
+                            "input": [
+                                {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+                                {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+                            ],
+                            "output": [
+                                {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+                                {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+                            ],
+                        }
+                    )
+                }
+            }
+        ),
+        {},
+    ),
+    ("GET", "/v2/models/add_sub/config", "", {}),
+    (
+        "POST",
+        "/v2/repository/models/add_sub/load",
+        j({"parameters": {"config": j({"name": "wrong"})}}),
+        {},
+    ),
+    ("POST", "/v2/repository/models/add_sub/load", j({"parameters": {"config": "{"}}), {}),
+    (
+        "POST",
+        "/v2/repository/models/add_sub/load",
+        j({"parameters": {"file:1/model.py": "eA=="}}),
+        {},
+    ),
+    ("GET", "/v2/models/add_sub/config", "", {}),
+    ("POST", "/v2/repository/models/add_sub/load", "", {}),
+    ("GET", "/v2/models/add_sub/config", "", {}),
+    ("POST", "/v2/repository/index", "", {}),
+]
+
+
+def _same(ours: Reply, real: Reply) -> str | None:
+    if (ours.status, ours.content_type, ours.body) != (real.status, real.content_type, real.body):
+        at = next(
+            (i for i, (a, b) in enumerate(zip(ours.body, real.body, strict=False)) if a != b), 0
+        )
+        start = max(0, at - 150)
+        return (
+            f"ours {ours.status} {ours.content_type} {ours.body[start : start + 500]!r}\n"
+            f"   real {real.status} {real.content_type} {real.body[start : start + 500]!r}"
+        )
+    return None
+
+
+def _settle(url: str) -> None:
+    """Wait until no model is LOADING/UNLOADING."""
+    for _ in range(100):
+        index = json.loads(exchange(url, "POST", "/v2/repository/index").body)
+        if not any(m.get("state") in ("LOADING", "UNLOADING") for m in index):
+            return
+        time.sleep(0.05)
+
+
+def test_lifecycle_script(real_triton_factory: Any, bundled_server_factory: Any) -> None:
+    real = real_triton_factory(REPO, *ARGS)
+    ours = bundled_server_factory(REPO, *ARGS)
+    problems = []
+    for i, (method, path, body, headers) in enumerate(STEPS):
+        if "unload" in path or path.endswith("/index"):
+            _settle(real.url)
+            _settle(ours.url)
+        r = exchange(real.url, method, path, body, headers)
+        o = exchange(ours.url, method, path, body, headers)
+        if path.endswith("/config") and o.status == r.status == 200:
+            # map entries (parameters, metric_tags) come in hash order on real Triton
+            if json.loads(o.body) != json.loads(r.body):
+                problems.append(f"#{i} {method} {path}: {o.body[:300]!r} vs {r.body[:300]!r}")
+            continue
+        if path.endswith("/stats"):
+            if (o.status, o.content_type) != (r.status, r.content_type) or (
+                o.status == 200 and _mask(json.loads(o.body)) != _mask(json.loads(r.body))
+            ):
+                problems.append(f"#{i} {method} {path}: {o.body[:400]!r} vs {r.body[:400]!r}")
+            continue
+        diff = _same(o, r)
+        if diff:
+            problems.append(f"#{i} {method} {path} {str(body)[:120]}\n   {diff}")
+    assert not problems, "\n".join(problems)
+
+
+def test_full_queue_answers_503(real_triton_factory: Any, bundled_server_factory: Any) -> None:
+    import threading
+
+    args = ("--model-control-mode=explicit", "--load-model=queue1")
+    body = infer_body([("IN", "INT32", [1, 1], [7])])
+    answers = []
+    for server in (real_triton_factory(REPO, *args), bundled_server_factory(REPO, *args)):
+        replies: list[Reply] = []
+        threads = []
+        for delay in (0.0, 0.25):
+            time.sleep(delay)
+            t = threading.Thread(
+                target=lambda s=server, r=replies: r.append(
+                    exchange(s.url, "POST", "/v2/models/queue1/infer", body)
+                )
+            )
+            t.start()
+            threads.append(t)
+        time.sleep(0.25)
+        third = exchange(server.url, "POST", "/v2/models/queue1/infer", body)
+        for t in threads:
+            t.join()
+        answers.append(
+            (third.status, third.content_type, third.body, sorted(r.status for r in replies))
+        )
+    assert answers[1] == answers[0]
+    assert answers[0][0] == 503

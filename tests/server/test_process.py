@@ -1,0 +1,234 @@
+"""``python -m tritonhttp.server`` as a real process: flags, start-up, control modes, shutdown."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tritonhttp.server import _launch
+
+from ._wire import exchange
+
+TESTS = Path(__file__).parent.parent
+MODELS = TESTS / "models"
+SPECIAL = TESTS / "repos" / "special"
+
+
+def _run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tritonhttp.server", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--model-repository", str(MODELS), "--no-such-flag"],
+            "unrecognized arguments: --no-such-flag",
+        ),
+        (["--model-repository", str(MODELS), "--grpc-port=9"], "--grpc-port is not supported"),
+        (["--model-repository", str(MODELS), "--allow-grpc=true"], "gRPC is not implemented"),
+        ([], "--model-repository is required"),
+        (["--model-repository=/nonexistent/repo"], "the model repository does not exist"),
+        (
+            ["--model-repository", str(MODELS), "--http-restricted-api=model-reposit:k=v"],
+            "unknown restricted api 'model-reposit'",
+        ),
+        (
+            [
+                "--model-repository",
+                str(MODELS),
+                "--http-restricted-api=health:a=b",
+                "--http-restricted-api=health,trace:c=d",
+            ],
+            "api 'health' can not be specified in multiple config groups",
+        ),
+        (["--model-repository", str(MODELS), "--model-control-mode=sometimes"], "invalid choice"),
+        (["--model-repository", str(MODELS), "--load-model=add_sub"], "--load-model needs"),
+        (["--model-repository", str(MODELS), "--strict-readiness=maybe"], "expected a boolean"),
+    ],
+)
+def test_bad_flags_are_clear_errors(args: list[str], message: str) -> None:
+    result = _run(*args)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_startup_table_and_clean_sigterm_during_a_request(tmp_path: Path) -> None:
+    server = _launch.start(MODELS)
+    try:
+        log = server.log()
+        for name in ("add_sub", "identity_all", "slow_model"):
+            assert f"| {name}" in log
+        assert "READY" in log
+        assert "Started HTTPService at 127.0.0.1:" in log
+        body = json.dumps(
+            {"inputs": [{"name": "DELAY_MS", "datatype": "INT32", "shape": [1], "data": [800]}]}
+        )
+        answers: list[Any] = []
+        t = threading.Thread(
+            target=lambda: answers.append(
+                exchange(server.url, "POST", "/v2/models/slow_model/infer", body)
+            )
+        )
+        t.start()
+        time.sleep(0.3)
+        server.process.send_signal(signal.SIGTERM)
+        t.join(10)
+        assert answers and answers[0].status == 200  # the in-flight request finished
+        assert server.process.wait(15) == 0
+    finally:
+        server.stop()
+
+
+def test_failing_model_at_startup(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copytree(SPECIAL / "add_sub", repo / "add_sub")
+    shutil.copytree(SPECIAL / "broken_model", repo / "broken_model")
+    result = _run(f"--model-repository={repo}", "--http-port=0", "--allow-metrics=false")
+    assert result.returncode == 1
+    assert "failed to load all models" in result.stderr
+    with _launch.running(repo, "--exit-on-error=false", wait_ready=False) as server:
+        assert exchange(server.url, "GET", "/v2/health/ready").status == 400
+        assert exchange(server.url, "GET", "/v2/models/add_sub/ready").status == 200
+    with _launch.running(repo, "--exit-on-error=false", "--strict-readiness=false") as server:
+        assert exchange(server.url, "GET", "/v2/health/ready").status == 200
+
+
+def test_poll_mode_follows_the_repository(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copytree(SPECIAL / "add_sub", repo / "add_sub")
+    with _launch.running(repo, "--model-control-mode=poll", "--repository-poll-secs=0.2") as server:
+        assert exchange(server.url, "POST", "/v2/repository/models/add_sub/load").status == 503
+        shutil.copytree(SPECIAL / "multi_ver", repo / "multi_ver")
+        deadline = time.monotonic() + 10
+        while exchange(server.url, "GET", "/v2/models/multi_ver/ready").status != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        shutil.rmtree(repo / "add_sub")
+        while exchange(server.url, "GET", "/v2/models/add_sub/ready").status != 400:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+
+
+def test_explicit_mode_file_overrides_stay_in_their_temp_copy(tmp_path: Path) -> None:
+    import base64
+
+    outside = tmp_path / "escaped.py"
+    with _launch.running(SPECIAL, "--model-control-mode=explicit") as server:
+        cfg = (SPECIAL / "add_sub" / "config.pbtxt").read_text()
+        model = base64.b64encode((SPECIAL / "add_sub" / "1" / "model.py").read_bytes()).decode()
+        override = json.dumps(
+            {
+                "name": "add_sub",
+                "backend": "python",
+                "input": [
+                    {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+                    {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+                ],
+                "output": [
+                    {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+                    {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+                ],
+            }
+        )
+        assert cfg
+        for bad in ("../escaped.py", "/abs.py", f"{outside}", "2/../../x.py", "a\\..\\b"):
+            body = json.dumps({"parameters": {"config": override, f"file:{bad}": model}})
+            r = exchange(server.url, "POST", "/v2/repository/models/add_sub/load", body)
+            assert r.status == 500
+            assert r.json() == {
+                "error": "failed to load 'add_sub', failed to poll from model repository"
+            }
+        assert not outside.exists()
+        body = json.dumps({"parameters": {"config": override, "file:2/model.py": model}})
+        assert (
+            exchange(server.url, "POST", "/v2/repository/models/add_sub/load", body).status == 200
+        )
+        meta = json.loads(exchange(server.url, "GET", "/v2/models/add_sub").body)
+        assert meta["versions"] == ["2"]
+
+
+def test_huge_declared_sizes_and_garbage_never_hurt(bundled_server: Any) -> None:
+    head = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": "INPUT0",
+                    "datatype": "FP32",
+                    "shape": [4],
+                    "parameters": {"binary_data_size": 2**63},
+                }
+            ]
+        }
+    ).encode()
+    r = exchange(
+        bundled_server.url,
+        "POST",
+        "/v2/models/add_sub/infer",
+        head,
+        {"Inference-Header-Content-Length": str(len(head))},
+    )
+    assert r.status == 400
+    assert b"expecting" in r.body
+    shape = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": "INPUT0",
+                    "datatype": "FP32",
+                    "shape": [2**40, 2**40],
+                    "parameters": {"binary_data_size": 16},
+                }
+            ]
+        }
+    ).encode()
+    r = exchange(
+        bundled_server.url,
+        "POST",
+        "/v2/models/add_sub/infer",
+        shape + b"x" * 16,
+        {"Inference-Header-Content-Length": str(len(shape))},
+    )
+    assert r.status == 400
+    for junk in (b"\xff\xfe\x00garbage", b"{" * 10000, os.urandom(4096)):
+        r = exchange(bundled_server.url, "POST", "/v2/models/add_sub/infer", junk)
+        assert r.status in (400, 500)
+    import socket
+
+    host, port = bundled_server.url.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(
+            b"POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Length: 1099511627776\r\n\r\n" + b"x" * 1000
+        )
+        reply = sock.recv(65536)
+    assert reply.startswith(b"HTTP/1.1 400"), reply
+    assert b"larger than the server's limit" in reply
+    assert exchange(bundled_server.url, "GET", "/v2/health/live").status == 200
+
+
+def test_log_file_and_iso8601(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    with _launch.running(MODELS, f"--log-file={log}", "--log-format=ISO8601"):
+        pass
+    text = log.read_text()
+    assert "Started HTTPService" in text
+    first = text.splitlines()[0]
+    assert first[4] == "-" and first[10] == "T" and first[19] == "Z", first

@@ -1,0 +1,216 @@
+"""Command-line flags with tritonserver's names, parsed into :class:`ServerOptions`."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NoReturn
+
+__all__ = ["OptionsError", "ServerOptions", "parse_args"]
+
+_API_NAMES = (
+    "health",
+    "metadata",
+    "inference",
+    "shared-memory",
+    "model-config",
+    "model-repository",
+    "statistics",
+    "trace",
+    "logging",
+)
+
+#: tritonserver flags this server knows but does not implement, with the reason
+_UNSUPPORTED = {
+    "grpc-port": "gRPC is not supported",
+    "grpc-address": "gRPC is not supported",
+    "grpc-infer-allocation-pool-size": "gRPC is not supported",
+    "grpc-use-ssl": "gRPC is not supported",
+    "grpc-restricted-protocol": "gRPC is not supported",
+    "reuse-grpc-port": "gRPC is not supported",
+    "allow-sagemaker": "SageMaker is not supported",
+    "allow-vertex-ai": "Vertex AI is not supported",
+    "allow-gpu-metrics": "GPU metrics are not supported (CPU-only server)",
+    "cuda-memory-pool-byte-size": "CUDA is not supported (CPU-only server)",
+    "pinned-memory-pool-byte-size": "pinned memory is not used by this server",
+    "backend-directory": "backends are built in (only 'python')",
+    "repoagent-directory": "repository agents are not supported",
+    "cache-config": "the response cache is not supported",
+    "rate-limit": "the rate limiter is not supported",
+    "model-namespacing": "model namespacing is not supported",
+}
+
+
+class OptionsError(ValueError):
+    """A flag or a flag value the server does not accept."""
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected a boolean, got '{text}'")
+
+
+@dataclass
+class ServerOptions:
+    """Everything ``python -m tritonhttp.server`` can be told (tritonserver's meanings)."""
+
+    model_repositories: list[Path] = field(default_factory=list)
+    http_address: str = "127.0.0.1"
+    http_port: int = 8000
+    allow_metrics: bool = True
+    metrics_address: str | None = None
+    metrics_port: int = 8002
+    metrics_interval_ms: int = 2000
+    model_control_mode: str = "none"
+    load_models: list[str] = field(default_factory=list)
+    repository_poll_secs: float = 15.0
+    strict_readiness: bool = True
+    exit_on_error: bool = True
+    exit_timeout_secs: float = 30.0
+    server_id: str = "triton"
+    log_verbose: int = 0
+    log_info: bool = True
+    log_warning: bool = True
+    log_error: bool = True
+    log_format: str = "default"
+    log_file: str = ""
+    restricted_apis: dict[str, tuple[str, str]] = field(default_factory=dict)
+    header_forward_pattern: str | None = None
+    trace_config: dict[str, dict[str, str]] = field(default_factory=dict)
+    backend_config: dict[str, dict[str, str]] = field(default_factory=dict)
+    auto_complete: bool = True
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m tritonhttp.server",
+        description="A Triton-compatible HTTP server for Python-backend model repositories.",
+        allow_abbrev=False,
+    )
+    a = p.add_argument
+    a("--model-repository", "--model-store", dest="model_repository", action="append", default=[],
+      metavar="PATH", help="model repository folder (repeatable)")  # fmt: skip
+    a("--http-address", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    a("--http-port", type=int, default=8000)
+    a("--allow-http", type=_bool, default=True, help="must stay true (HTTP is the only protocol)")
+    a("--allow-grpc", type=_bool, default=False, help="must stay false (no gRPC)")
+    a("--allow-metrics", type=_bool, default=True)
+    a("--metrics-address", default=None)
+    a("--metrics-port", type=int, default=8002)
+    a("--metrics-interval-ms", type=int, default=2000)
+    a("--model-control-mode", choices=("none", "poll", "explicit"), default="none")
+    a("--load-model", action="append", default=[], metavar="NAME")
+    a("--repository-poll-secs", type=float, default=15.0)
+    a("--strict-readiness", type=_bool, default=True)
+    a("--exit-on-error", type=_bool, default=True)
+    a("--exit-timeout-secs", type=float, default=30.0)
+    a("--id", dest="server_id", default="triton")
+    a("--log-verbose", type=int, default=0)
+    a("--log-info", type=_bool, default=True)
+    a("--log-warning", type=_bool, default=True)
+    a("--log-error", type=_bool, default=True)
+    a("--log-format", choices=("default", "ISO8601"), default="default")
+    a("--log-file", default="")
+    a("--http-restricted-api", action="append", default=[], metavar="API[,API...]:HEADER=VALUE")
+    a("--http-header-forward-pattern", default=None)
+    a("--trace-config", action="append", default=[], metavar="[MODE,]KEY=VALUE")
+    a("--backend-config", action="append", default=[], metavar="BACKEND,KEY=VALUE")
+    a("--disable-auto-complete-config", action="store_true")
+    a("--strict-model-config", type=_bool, default=None)
+    a("--model-load-thread-count", type=int, default=None, help="accepted; loads are concurrent")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
+    """Parse tritonserver-style flags; raises OptionsError for what is not supported."""
+    argv = list(argv) if argv is not None else None
+    for arg in argv or []:
+        if arg.startswith("--"):
+            name = arg[2:].split("=", 1)[0]
+            if name in _UNSUPPORTED:
+                raise OptionsError(f"--{name} is not supported: {_UNSUPPORTED[name]}")
+    parser = _parser()
+
+    def fail(message: str) -> NoReturn:
+        raise OptionsError(message)
+
+    parser.error = fail  # type: ignore[method-assign]
+    ns = parser.parse_args(argv)
+    if not ns.allow_http:
+        raise OptionsError("--allow-http=false leaves nothing to serve: HTTP is the only protocol")
+    if ns.allow_grpc:
+        raise OptionsError("--allow-grpc=true is not supported: gRPC is not implemented")
+    if not ns.model_repository:
+        raise OptionsError("--model-repository is required")
+    opts = ServerOptions(
+        model_repositories=[Path(p) for p in ns.model_repository],
+        http_address=ns.http_address,
+        http_port=ns.http_port,
+        allow_metrics=ns.allow_metrics,
+        metrics_address=ns.metrics_address,
+        metrics_port=ns.metrics_port,
+        metrics_interval_ms=ns.metrics_interval_ms,
+        model_control_mode=ns.model_control_mode,
+        load_models=ns.load_model,
+        repository_poll_secs=ns.repository_poll_secs,
+        strict_readiness=ns.strict_readiness,
+        exit_on_error=ns.exit_on_error,
+        exit_timeout_secs=ns.exit_timeout_secs,
+        server_id=ns.server_id,
+        log_verbose=ns.log_verbose,
+        log_info=ns.log_info,
+        log_warning=ns.log_warning,
+        log_error=ns.log_error,
+        log_format=ns.log_format,
+        log_file=ns.log_file,
+        header_forward_pattern=ns.http_header_forward_pattern,
+        auto_complete=not (ns.disable_auto_complete_config or ns.strict_model_config is True),
+    )
+    for repo in opts.model_repositories:
+        if not repo.is_dir():
+            raise OptionsError(f"failed to stat file {repo}: the model repository does not exist")
+    if ns.load_model and ns.model_control_mode != "explicit":
+        raise OptionsError("--load-model needs --model-control-mode=explicit")
+    for spec in ns.http_restricted_api:
+        apis, sep, kv = spec.rpartition(":")
+        key, eq, value = kv.partition("=")
+        if not sep or not eq or not key:
+            raise OptionsError(
+                f"--http-restricted-api expects <api>[,<api>...]:<key>=<value>, got '{spec}'"
+            )
+        for api in apis.split(","):
+            if api not in _API_NAMES:
+                raise OptionsError(f"unknown restricted api '{api}'")
+            if api in opts.restricted_apis:
+                raise OptionsError(f"api '{api}' can not be specified in multiple config groups")
+            opts.restricted_apis[api] = (key, value)
+    for spec in ns.trace_config:
+        head, sep, rest = spec.partition(",")
+        if sep and "=" not in head:
+            mode, setting = head, rest
+        else:
+            mode, setting = "", spec
+        key, eq, value = setting.partition("=")
+        if not eq:
+            raise OptionsError(f"--trace-config expects [<mode>,]<key>=<value>, got '{spec}'")
+        opts.trace_config.setdefault(mode, {})[key] = value
+    for spec in ns.backend_config:
+        backend, sep, setting = spec.partition(",")
+        key, eq, value = setting.partition("=")
+        if not sep or not eq:
+            raise OptionsError(f"--backend-config expects <backend>,<key>=<value>, got '{spec}'")
+        opts.backend_config.setdefault(backend, {})[key] = value
+    if opts.header_forward_pattern is not None:
+        import re
+
+        try:
+            re.compile(opts.header_forward_pattern)
+        except re.error as e:
+            raise OptionsError(f"invalid --http-header-forward-pattern: {e}") from None
+    return opts

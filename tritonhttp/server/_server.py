@@ -1,0 +1,291 @@
+"""Wiring and running the server: repository, HTTP and metrics endpoints, signals."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ._logging import configure_logging
+from ._options import ServerOptions
+from ._uvicorn import http_protocol_class, patch_uvicorn
+from .backends.python import PythonBackend
+from .core._core import VERSION, ServerCore
+from .core._repository import Repository
+from .core._settings import LogSettings, TraceSettings
+from .front import HttpFrontend, MetricsApp
+
+__all__ = ["Server", "StartupError"]
+
+log = logging.getLogger("tritonhttp.server")
+
+
+class StartupError(RuntimeError):
+    """The server could not start (bad repository, failed models with exit-on-error...)."""
+
+
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    widths = [
+        max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i])
+        for i in range(len(header))
+    ]
+    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+
+    def fmt(r: tuple[str, ...]) -> str:
+        return "|" + "|".join(f" {c:<{w}} " for c, w in zip(r, widths, strict=False)) + "|"
+
+    return "\n".join([line, fmt(header), line, *(fmt(r) for r in rows), line])
+
+
+class Server:
+    """A running tritonhttp server (build with options, then ``await serve()``)."""
+
+    def __init__(self, options: ServerOptions) -> None:
+        self.options = options
+        o = options
+        trace_cfg = o.trace_config
+        flat: dict[str, str] = {}
+        mode = "triton"
+        for m, values in trace_cfg.items():
+            if m:
+                mode = m if m in ("triton", "opentelemetry") else mode
+            flat.update(values)
+        trace = TraceSettings(
+            level=[lv.upper() for lv in flat.get("level", "OFF").split(",")]
+            if "level" in flat
+            else ["OFF"],
+            rate=int(flat.get("rate", "1000")),
+            count=int(flat.get("count", "-1")),
+            log_frequency=int(flat.get("log-frequency", "0")),
+            file=flat.get("file", ""),
+            mode=flat.get("mode", mode),
+        )
+        inline = o.backend_config.get("python", {}).get("inline-execution", "auto")
+        self.repository = Repository(
+            o.model_repositories,
+            o.model_control_mode,
+            {"python": PythonBackend(inline=inline)},
+            o.backend_config,
+            o.strict_readiness,
+            o.auto_complete,
+        )
+        self.core = ServerCore(
+            self.repository,
+            server_id=o.server_id,
+            trace=trace,
+            log=LogSettings(
+                log_file=o.log_file,
+                log_info=o.log_info,
+                log_warning=o.log_warning,
+                log_error=o.log_error,
+                log_verbose_level=o.log_verbose,
+                log_format=o.log_format,
+            ),
+        )
+        self.http = HttpFrontend(self.core, o.restricted_apis, o.header_forward_pattern)
+        self.metrics = MetricsApp(self.core)
+        self._stop = asyncio.Event() if sys.version_info >= (3, 10) else None
+        self._uvicorn: list[Any] = []
+        self._poll: asyncio.Task[None] | None = None
+
+    def request_stop(self) -> None:
+        """Begin a clean shutdown (what SIGINT/SIGTERM do)."""
+        assert self._stop is not None
+        self._stop.set()
+
+    async def load_models(self) -> None:
+        """Load the startup models (what :meth:`start` does before opening ports).
+
+        Enough for driving :attr:`http` in-process, e.g. with ``httpx.ASGITransport``.
+        """
+        o = self.options
+        self._install_pb_hooks()
+        failed = await self.repository.load_startup(o.load_models)
+        self._log_models()
+        if failed and o.exit_on_error:
+            await self.repository.shutdown()
+            raise StartupError("error: creating server: Internal - failed to load all models")
+
+    async def start(self) -> None:
+        """Load the startup models and open the HTTP (and metrics) ports."""
+        o = self.options
+        await self.load_models()
+        import uvicorn
+
+        patch_uvicorn()
+        protocol = http_protocol_class()
+        targets: list[tuple[Any, str, int]] = [(self.http, o.http_address, o.http_port)]
+        if o.allow_metrics:
+            targets.append((self.metrics, o.metrics_address or o.http_address, o.metrics_port))
+        for app, host, port in targets:
+            config = uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                loop="none",
+                http=protocol,
+                lifespan="off",
+                access_log=False,
+                log_level="warning",
+                server_header=False,
+                date_header=False,
+                proxy_headers=False,
+                timeout_graceful_shutdown=int(o.exit_timeout_secs) or None,
+            )
+            config.load()
+            server = uvicorn.Server(config)
+            server.lifespan = config.lifespan_class(config)
+            await server.startup()
+            if server.should_exit or not server.started:
+                await self._close_servers()
+                await self.repository.shutdown()
+                raise StartupError(f"failed to start HTTP service at {host}:{port}")
+            self._uvicorn.append(server)
+        log.info("Started HTTPService at %s:%d", o.http_address, o.http_port)
+        if o.allow_metrics:
+            log.info(
+                "Started Metrics Service at %s:%d",
+                o.metrics_address or o.http_address,
+                o.metrics_port,
+            )
+        if o.model_control_mode == "poll":
+            self._poll = asyncio.get_running_loop().create_task(
+                self.repository.poll_forever(o.repository_poll_secs)
+            )
+
+    def _install_pb_hooks(self) -> None:
+        from .backends.python import _pb_utils as pb
+
+        loop = asyncio.get_running_loop()
+        repo = self.repository
+
+        def call(coro: Any) -> Any:
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is loop:
+                coro.close()
+                raise pb.TritonModelException(
+                    "model control from the event loop thread is not supported"
+                )
+            return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+        def load_model(name: str, config: str = "", files: dict[str, bytes] | None = None) -> None:
+            if repo.mode != "explicit":
+                raise pb.TritonModelException(
+                    "Failed to load model: explicit model load / unload is not "
+                    "allowed if polling is enabled"
+                )
+            import base64
+
+            encoded = {
+                k.removeprefix("file:"): base64.b64encode(v).decode()
+                for k, v in (files or {}).items()
+            }
+            try:
+                call(repo.load(name, config or None, encoded or None))
+            except Exception as e:
+                raise pb.TritonModelException(
+                    f"Failed to load model: {getattr(e, 'message', e)}"
+                ) from None
+
+        def unload_model(name: str, unload_dependents: bool = False) -> None:
+            if repo.mode != "explicit":
+                raise pb.TritonModelException(
+                    "Failed to unload model: explicit model load / unload is not "
+                    "allowed if polling is enabled"
+                )
+            call(repo.unload(name, unload_dependents))
+
+        def is_model_ready(name: str, version: str = "") -> bool:
+            return repo.is_ready(name, version)
+
+        pb.hooks.load_model = load_model
+        pb.hooks.unload_model = unload_model
+        pb.hooks.is_model_ready = is_model_ready
+
+    def _log_models(self) -> None:
+        rows = [
+            (
+                item["name"],
+                item.get("version", ""),
+                item.get("state", "")
+                if not item.get("reason")
+                else f"{item['state']}: {item['reason'].splitlines()[0] if item['reason'] else ''}",
+            )
+            for item in self.repository.index()
+        ]
+        log.info("\n%s", _table(("Model", "Version", "Status"), rows))
+        o = self.options
+        info = [
+            ("server_id", o.server_id),
+            ("server_version", VERSION),
+            ("model_repository_path[0]", str(o.model_repositories[0])),
+            ("model_control_mode", f"MODE_{o.model_control_mode.upper()}"),
+            ("strict_readiness", str(int(o.strict_readiness))),
+            ("exit_timeout", str(int(o.exit_timeout_secs))),
+        ]
+        log.info("\n%s", _table(("Option", "Value"), info))
+
+    async def _close_servers(self) -> None:
+        for server in self._uvicorn:
+            server.should_exit = True
+        for server in self._uvicorn:
+            with contextlib.suppress(Exception):
+                await server.shutdown()
+        self._uvicorn = []
+
+    async def stop(self) -> None:
+        """Stop accepting, let in-flight requests finish (up to exit-timeout), unload."""
+        if self._poll is not None:
+            self._poll.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poll
+        self.repository.live = False
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.http.wait_idle(), self.options.exit_timeout_secs)
+        await self._close_servers()
+        await self.repository.shutdown()
+        self.core.shm.close()
+
+    async def serve(self) -> None:
+        """Run until SIGINT/SIGTERM (or :meth:`request_stop`)."""
+        loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        await self.start()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._stop.set)
+        try:
+            await self._stop.wait()
+        finally:
+            log.info("Waiting for in-flight requests to complete.")
+            await self.stop()
+            log.info("All models are stopped, unloading models")
+
+
+def run(options: ServerOptions) -> int:
+    """Configure logging, run the server on uvloop (when available); the exit status."""
+    configure_logging(
+        options.log_verbose, options.log_info, options.log_warning, options.log_error,
+        options.log_format, options.log_file,
+    )  # fmt: skip
+    server = Server(options)
+    try:
+        import uvloop
+
+        runner: Any = uvloop.run
+    except ImportError:  # pragma: no cover - Windows
+        runner = asyncio.run
+    try:
+        runner(server.serve())
+    except StartupError as e:
+        log.error("%s", e)
+        print(str(e), file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,1 @@
+"""Backends: what runs a model. Only ``python`` (Triton Python-backend models) so far."""

@@ -1,0 +1,344 @@
+"""Model configuration: config.pbtxt (protobuf text format) in, Triton's defaults filled,
+Triton's validation messages out, and the JSON form the config endpoint prints."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import json_format, text_format
+from google.protobuf.message import Message
+
+from .. import _json
+from ._errors import Code, CoreError
+from .model_config_pb2 import (
+    DataType,
+    ModelConfig,
+    ModelInstanceGroup,
+    ModelSequenceBatching,
+)
+
+__all__ = [
+    "DATATYPE_TO_WIRE",
+    "WIRE_TO_DATATYPE",
+    "ModelConfig",
+    "PollError",
+    "config_to_json",
+    "normalize",
+    "parse_override",
+    "read_config",
+    "validate_load",
+    "validate_poll",
+    "version_policy_versions",
+]
+
+#: config TYPE_* name -> protocol datatype name
+DATATYPE_TO_WIRE = {
+    "TYPE_BOOL": "BOOL",
+    "TYPE_UINT8": "UINT8",
+    "TYPE_UINT16": "UINT16",
+    "TYPE_UINT32": "UINT32",
+    "TYPE_UINT64": "UINT64",
+    "TYPE_INT8": "INT8",
+    "TYPE_INT16": "INT16",
+    "TYPE_INT32": "INT32",
+    "TYPE_INT64": "INT64",
+    "TYPE_FP16": "FP16",
+    "TYPE_FP32": "FP32",
+    "TYPE_FP64": "FP64",
+    "TYPE_STRING": "BYTES",
+    "TYPE_BF16": "BF16",
+    "TYPE_INVALID": "INVALID",
+}
+WIRE_TO_DATATYPE = {v: k for k, v in DATATYPE_TO_WIRE.items()}
+
+
+def wire_datatype(data_type: int) -> str:
+    """Protocol datatype name ("FP32") of a config DataType value."""
+    return DATATYPE_TO_WIRE[DataType.Name(data_type)]
+
+
+class PollError(Exception):
+    """The model directory could not be read or its config is unusable (a poll failure).
+
+    Clients only see ``failed to load '<m>', failed to poll from model repository``;
+    the message goes to the log.
+    """
+
+
+def read_config(model_dir: Path) -> ModelConfig | None:
+    """Parse ``<model_dir>/config.pbtxt``; None when the file does not exist."""
+    path = model_dir / "config.pbtxt"
+    if not path.is_file():
+        return None
+    cfg = ModelConfig()
+    try:
+        text = path.read_text(encoding="utf-8")
+        text_format.Parse(text, cfg)
+    except (text_format.ParseError, UnicodeDecodeError) as e:
+        raise PollError(f"failed to read text proto from {path}: {e}") from None
+    return cfg
+
+
+def parse_override(text: str) -> ModelConfig:
+    """A config given as JSON (load request ``config`` parameter)."""
+    cfg = ModelConfig()
+    try:
+        json_format.Parse(text, cfg)
+    except json_format.ParseError as e:
+        raise PollError(f"failed to parse config override: {e}") from None
+    return cfg
+
+
+def version_policy_versions(cfg: ModelConfig, available: list[int]) -> list[int]:
+    """The versions the policy selects among the numeric version folders."""
+    available = sorted(available)
+    which = cfg.version_policy.WhichOneof("policy_choice")
+    if which == "all":
+        return available
+    if which == "specific":
+        wanted = set(cfg.version_policy.specific.versions)
+        return [v for v in available if v in wanted]
+    n = cfg.version_policy.latest.num_versions if which == "latest" else 1
+    return available[-n:] if n > 0 else []
+
+
+def normalize(cfg: ModelConfig, model_name: str, version_dirs: list[Path]) -> None:
+    """Fill the defaults Triton fills (in place)."""
+    if not cfg.name:
+        cfg.name = model_name
+    if not cfg.backend and not cfg.platform:
+        filename = cfg.default_model_filename or "model.py"
+        if any((d / filename).is_file() for d in version_dirs):
+            cfg.backend = "python"
+    if cfg.backend == "python" and not cfg.default_model_filename:
+        cfg.default_model_filename = "model.py"
+    if not cfg.HasField("version_policy"):
+        cfg.version_policy.latest.num_versions = 1
+    if cfg.platform != "ensemble":
+        opt = cfg.optimization
+        if not opt.HasField("input_pinned_memory"):
+            opt.input_pinned_memory.enable = True
+        if not opt.HasField("output_pinned_memory"):
+            opt.output_pinned_memory.enable = True
+    which = cfg.WhichOneof("scheduling_choice")
+    if which == "dynamic_batching":
+        db = cfg.dynamic_batching
+        if not db.preferred_batch_size and cfg.max_batch_size > 0:
+            db.preferred_batch_size.append(cfg.max_batch_size)
+    elif which == "sequence_batching":
+        sb = cfg.sequence_batching
+        if sb.max_sequence_idle_microseconds == 0:
+            sb.max_sequence_idle_microseconds = 1000000
+        if sb.HasField("oldest") and not sb.oldest.preferred_batch_size and cfg.max_batch_size > 0:
+            sb.oldest.preferred_batch_size.append(cfg.max_batch_size)
+    if cfg.platform != "ensemble":
+        normalize_instance_groups(cfg)
+
+
+def normalize_instance_groups(cfg: ModelConfig) -> None:
+    """Default group ``<model>`` (KIND_CPU x1); names ``<model>_<i>``; AUTO resolves to CPU."""
+    if not cfg.instance_group:
+        group = cfg.instance_group.add()
+        group.name = cfg.name
+        group.kind = ModelInstanceGroup.KIND_CPU
+        group.count = 1
+        return
+    for i, group in enumerate(cfg.instance_group):
+        if not group.name:
+            group.name = f"{cfg.name}_{i}"
+        if group.kind == ModelInstanceGroup.KIND_AUTO:
+            group.kind = ModelInstanceGroup.KIND_GPU if group.gpus else ModelInstanceGroup.KIND_CPU
+        if group.count < 1:
+            group.count = 1
+
+
+def validate_poll(cfg: ModelConfig, dir_name: str) -> None:
+    """Checks Triton makes while polling the repository (failures are PollError)."""
+    name = cfg.name
+    if name and name != dir_name:
+        raise PollError(
+            f"unexpected directory name '{dir_name}' for model '{name}', "
+            "directory name must equal model name"
+        )
+    if cfg.max_batch_size < 0:
+        raise PollError(f"'max_batch_size' must be non-negative value for {name}")
+    which = cfg.WhichOneof("scheduling_choice")
+    if which == "dynamic_batching":
+        db = cfg.dynamic_batching
+        for size in db.preferred_batch_size:
+            if size < 1:
+                raise PollError(f"dynamic batching preferred size must be positive for {name}")
+            if size > cfg.max_batch_size:
+                raise PollError(
+                    f"dynamic batching preferred size must be <= max batch size for {name}"
+                )
+        if db.priority_levels > 0 and not 1 <= db.default_priority_level <= db.priority_levels:
+            raise PollError(
+                f"default priority level must be in range [1, {db.priority_levels}] for {name}"
+            )
+    elif which == "sequence_batching":
+        allowed = ("TYPE_UINT64", "TYPE_INT64", "TYPE_UINT32", "TYPE_INT32", "TYPE_STRING")
+        for ci in cfg.sequence_batching.control_input:
+            for ctl in ci.control:
+                if ctl.kind == ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID and (
+                    DataType.Name(ctl.data_type) not in allowed
+                ):
+                    raise PollError(
+                        "unexpected data type for control CONTROL_SEQUENCE_CORRID for "
+                        f"{name}. Allowed data types are TYPE_UINT64, TYPE_INT64, "
+                        "TYPE_UINT32, TYPE_INT32 and TYPE_STRING"
+                    )
+    if cfg.response_cache.enable and cfg.model_transaction_policy.decoupled:
+        raise PollError(
+            f"Response Cache does not currently support model {name} with 'decoupled' "
+            "transaction policy. Please disable the response cache."
+        )
+
+
+def validate_load(cfg: ModelConfig) -> None:
+    """Checks made when a version loads (failures: ``Invalid argument: <msg>``)."""
+    name = cfg.name
+    if cfg.platform != "ensemble" and not cfg.backend:
+        raise CoreError(
+            "unable to find backend library for backend '', try specifying runtime on the "
+            "model configuration.",
+            Code.INVALID_ARG,
+        )
+    for kind, tensors in (("input", cfg.input), ("output", cfg.output)):
+        for t in tensors:
+            if t.data_type == DataType.TYPE_INVALID:
+                raise CoreError(f"model {kind} '{t.name}' must specify 'data_type' for {name}")
+            if not t.dims and not t.HasField("reshape") and cfg.max_batch_size == 0:
+                raise CoreError(f"model {kind} '{t.name}' must specify 'dims' for {name}")
+            for d in t.dims:
+                if d < 1 and d != -1:
+                    raise CoreError(
+                        f"model {kind} '{t.name}' dimension must be integer >= 1, or -1 to "
+                        f"indicate a variable-size dimension for {name}"
+                    )
+            if t.HasField("reshape") and not t.reshape.shape and cfg.max_batch_size == 0:
+                raise CoreError(
+                    f"model {kind} '{t.name}' cannot have empty reshape for non-batching "
+                    f"model as scalar tensors are not supported for {name}"
+                )
+            if t.is_shape_tensor:
+                raise CoreError(
+                    f"model {kind} '{t.name}': shape tensors are only supported for TensorRT "
+                    f"platform for {name}"
+                )
+    for group in cfg.instance_group:
+        if group.kind == ModelInstanceGroup.KIND_GPU:
+            raise CoreError(
+                f"instance group {group.name} of model {name} has kind KIND_GPU but no GPUs "
+                "are available"
+            )
+        if group.kind == ModelInstanceGroup.KIND_CPU and group.gpus:
+            raise CoreError(
+                f"instance group {group.name} of model {name} has kind KIND_CPU but specifies "
+                "one or more GPUs"
+            )
+    force_cpu = cfg.parameters.get("FORCE_CPU_ONLY_INPUT_TENSORS")
+    if force_cpu is not None and force_cpu.string_value not in ("yes", "no"):
+        raise CoreError(
+            f"Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: {force_cpu.string_value}'",
+            Code.UNSUPPORTED,
+        )
+
+
+# ----------------------------------------------------------------------------- JSON form
+
+_FD = _descriptor.FieldDescriptor
+
+
+def _is_repeated(field: Any) -> bool:
+    flag = getattr(field, "is_repeated", None)  # protobuf >= 6 dropped ``label``
+    if flag is not None:
+        return bool(flag)
+    return bool(field.label == _FD.LABEL_REPEATED)
+
+
+def _scalar(field: Any, value: Any) -> str:
+    t = field.type
+    if t == _FD.TYPE_ENUM:
+        return _json.escape_str(field.enum_type.values_by_number[value].name)
+    if t == _FD.TYPE_STRING:
+        return _json.escape_str(value)
+    if t == _FD.TYPE_BYTES:
+        import base64
+
+        return _json.escape_str(base64.b64encode(value).decode())
+    if t == _FD.TYPE_BOOL:
+        return "true" if value else "false"
+    if t in (_FD.TYPE_FLOAT, _FD.TYPE_DOUBLE):
+        # protobuf prints the shortest form, Triton re-reads it with RapidJSON: integral
+        # values come out as integers, others as RapidJSON doubles.
+        x = float(value)
+        if math.isfinite(x) and x.is_integer() and abs(x) < 2**63:
+            return str(int(x))
+        if t == _FD.TYPE_FLOAT and math.isfinite(x):
+            x = float(repr(np.float32(x)))
+        return _json.format_double(x)
+    return str(int(value))
+
+
+def _message(msg: Message, out: list[str]) -> None:
+    out.append("{")
+    first = True
+    field: Any
+    for field in msg.DESCRIPTOR.fields:
+        repeated = _is_repeated(field)
+        is_map = (
+            repeated
+            and field.type == _FD.TYPE_MESSAGE
+            and field.message_type.GetOptions().map_entry
+        )
+        if not repeated and field.containing_oneof is not None:
+            if not msg.HasField(field.name):
+                continue
+        elif not repeated and field.type == _FD.TYPE_MESSAGE and not msg.HasField(field.name):
+            continue
+        if not first:
+            out.append(",")
+        first = False
+        out.append(f'"{field.name}":')
+        value = getattr(msg, field.name)
+        if is_map:
+            value_field = field.message_type.fields_by_name["value"]
+            out.append("{")
+            # Triton's own order is its hash map's (it varies between runs): sorted here
+            for i, key in enumerate(sorted(value)):
+                if i:
+                    out.append(",")
+                out.append(_json.escape_str(str(key)))
+                out.append(":")
+                if value_field.type == _FD.TYPE_MESSAGE:
+                    _message(value[key], out)
+                else:
+                    out.append(_scalar(value_field, value[key]))
+            out.append("}")
+        elif repeated:
+            out.append("[")
+            for i, item in enumerate(value):
+                if i:
+                    out.append(",")
+                if field.type == _FD.TYPE_MESSAGE:
+                    _message(item, out)
+                else:
+                    out.append(_scalar(field, item))
+            out.append("]")
+        elif field.type == _FD.TYPE_MESSAGE:
+            _message(value, out)
+        else:
+            out.append(_scalar(field, value))
+    out.append("}")
+
+
+def config_to_json(cfg: Message) -> bytes:
+    """The config as Triton prints it: declaration order, every scalar, set messages only."""
+    out: list[str] = []
+    _message(cfg, out)
+    return "".join(out).encode("utf-8")

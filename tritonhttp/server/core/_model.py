@@ -1,0 +1,508 @@
+"""A loaded model version: request admission (Triton's validation, in Triton's order and
+words), decoding of binary inputs, and the queue in front of its instances."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import struct
+import time
+from typing import Any
+
+import numpy as np
+
+from ...utils._bytes import BytesFramingError, unpack_items
+from ...utils._dtypes import TRITON_TO_NUMPY
+from ._backend_api import ModelInstance
+from ._config import wire_datatype
+from ._errors import Code, CoreError
+from ._stats import ModelStats
+from ._types import ExecutionTimes, InferRequest, InferResponse, InputTensor
+from .model_config_pb2 import ModelConfig, ModelSequenceBatching
+
+__all__ = ["ModelVersion"]
+
+_BATCH_NOTE = (
+    "NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension "
+    "to be prepended to each input shape. If you want to specify the full shape including the "
+    "batch dim in your input dims config, try setting max_batch_size to zero. See the model "
+    "configuration docs for more info on max_batch_size."
+)
+_U32 = struct.Struct("<I")
+
+
+def _fmt_shape(shape: list[int]) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+class _InputSpec:
+    __slots__ = ("dims", "dtype", "name", "optional", "reshape", "wire")
+
+    def __init__(
+        self, name: str, wire: str, dims: list[int], optional: bool, reshape: list[int] | None
+    ) -> None:
+        self.name = name
+        self.wire = wire
+        self.dims = dims
+        self.optional = optional
+        self.reshape = reshape
+        self.dtype = TRITON_TO_NUMPY.get(wire)
+
+
+class ModelVersion:
+    """One version of a model: its state, config, instances, queue and statistics."""
+
+    def __init__(self, name: str, version: int) -> None:
+        self.name = name
+        self.version = version
+        self.state = "LOADING"
+        self.reason = ""
+        self.config: ModelConfig | None = None
+        self.config_json = b""
+        self.metadata_json = b""
+        self.instances: list[ModelInstance] = []
+        self.stats = ModelStats()
+        self.decoupled = False
+        self.in_flight = 0
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._inputs: dict[str, _InputSpec] = {}
+        self._input_count = 0
+        self._required = 0
+        self._outputs: set[str] = set()
+        self.output_names: list[str] = []
+        self._max_batch = 0
+        self._idle: collections.deque[ModelInstance] = collections.deque()
+        self._queue: collections.deque[tuple[InferRequest, asyncio.Future[InferResponse]]] = (
+            collections.deque()
+        )
+        self._max_queue = 0
+        self._dynamic = False
+        self._sequence: _Sequences | None = None
+        self.labels: dict[str, list[str]] = {}
+        #: ``"model_name":...,"model_version":...`` as response JSON (built once)
+        self.wire_prefix = b""
+
+    # ------------------------------------------------------------------ setup
+
+    def activate(self, config: ModelConfig, instances: list[ModelInstance]) -> None:
+        """Take the final config and the created instances; the version becomes READY."""
+        self.config = config
+        self.instances = instances
+        self._idle = collections.deque(instances)
+        self.decoupled = config.model_transaction_policy.decoupled
+        self._max_batch = config.max_batch_size
+        self._inputs = {
+            i.name: _InputSpec(
+                i.name,
+                wire_datatype(i.data_type),
+                list(i.dims),
+                i.optional,
+                list(i.reshape.shape) if i.HasField("reshape") else None,
+            )
+            for i in config.input
+        }
+        self._input_count = len(config.input)
+        self._required = sum(1 for i in config.input if not i.optional)
+        self.output_names = [o.name for o in config.output]
+        self._outputs = set(self.output_names)
+        which = config.WhichOneof("scheduling_choice")
+        self._dynamic = which == "dynamic_batching"
+        if self._dynamic and config.dynamic_batching.HasField("default_queue_policy"):
+            self._max_queue = config.dynamic_batching.default_queue_policy.max_queue_size
+        if which == "sequence_batching":
+            self._sequence = _Sequences(config, len(instances))
+        self.state = "READY"
+        self.reason = ""
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "READY"
+
+    # ------------------------------------------------------------------ admission
+
+    def admit(self, req: InferRequest) -> None:
+        """Validate a parsed request against the config (raises CoreError, JSON-typed)."""
+        req.start_ns = time.monotonic_ns()
+        prefix = req.log_prefix()
+        name = self.name
+        if req.raw:
+            self._map_raw_input(req, prefix)
+        if req.requested_outputs:
+            for o in req.requested_outputs:
+                if o not in self._outputs:
+                    raise CoreError(f"unexpected inference output '{o}' for model '{name}'")
+        inputs = req.inputs
+        n = len(inputs)
+        if n > self._input_count or n < self._required:
+            self._count_error(req, prefix)
+        # Triton walks its inputs in hash-map order; for small maps that is the reverse of
+        # the order the client sent them in.
+        order = list(reversed(inputs.values()))
+        specs = self._inputs
+        for t in order:
+            if t.name not in specs:
+                raise CoreError(f"unexpected inference input '{t.name}' for model '{name}'")
+        batch = 1
+        if self._max_batch > 0:
+            batch = -1
+            for t in order:
+                if not t.shape:
+                    raise CoreError(
+                        f"{prefix}input '{t.name}' has no shape but model requires batch "
+                        f"dimension for '{name}'"
+                    )
+                if batch == -1:
+                    batch = t.shape[0]
+                elif t.shape[0] != batch:
+                    raise CoreError(
+                        f"{prefix}input '{t.name}' batch size does not match other inputs for "
+                        f"'{name}'"
+                    )
+            if batch > self._max_batch:
+                raise CoreError(
+                    f"{prefix}inference request batch-size must be <= {self._max_batch} for "
+                    f"'{name}'"
+                )
+            if batch == -1:
+                batch = 1
+        req.batch_size = batch
+        for t in order:
+            spec = specs[t.name]
+            if t.datatype != spec.wire:
+                raise CoreError(
+                    f"{prefix}inference input '{t.name}' data-type is '{t.datatype}', but model "
+                    f"'{name}' expects '{spec.wire}'"
+                )
+            shape = t.shape[1:] if self._max_batch > 0 else t.shape
+            dims = spec.dims
+            if len(shape) != len(dims) or any(
+                d != -1 and d != s for d, s in zip(dims, shape, strict=False)
+            ):
+                expected = ([-1, *dims]) if self._max_batch > 0 else dims
+                msg = (
+                    f"{prefix}unexpected shape for input '{t.name}' for model '{name}'. "
+                    f"Expected {_fmt_shape(expected)}, got {_fmt_shape(t.shape)}. "
+                )
+                if self._max_batch > 0:
+                    msg += _BATCH_NOTE
+                raise CoreError(msg)
+        for t in order:
+            spec = specs[t.name]
+            self._decode(t, spec, prefix)
+            if spec.reshape is not None and t.array is not None:
+                shape = spec.reshape
+                if self._max_batch > 0:
+                    shape = [t.shape[0], *shape]
+                if -1 in shape:
+                    known = 1
+                    for d in shape:
+                        known *= d if d != -1 else 1
+                    shape = [t.array.size // known if d == -1 and known else d for d in shape]
+                t.shape = shape
+                t.array = t.array.reshape(shape)
+        if self._sequence is not None:
+            self._sequence.admit(req, name)
+        if self._max_queue and len(self._queue) >= self._max_queue and not self._idle:
+            raise CoreError(f"{prefix}Exceeds maximum queue size", Code.UNAVAILABLE)
+
+    def _count_error(self, req: InferRequest, prefix: str) -> None:
+        assert self.config is not None
+        missing = "[" + "".join(
+            f"'{i.name}'," for i in self.config.input if not i.optional and i.name not in req.inputs
+        )
+        missing = missing[:-1] + "]"
+        got = "[" + "".join(f"'{k}'," for k in reversed(req.inputs))
+        got = got[:-1] + "]" if req.inputs else "[]"
+        n = len(req.inputs)
+        if self._input_count == self._required:
+            head = f"expected {self._input_count} inputs but got {n} inputs"
+        else:
+            head = (
+                f"expected number of inputs between {self._required} and {self._input_count} "
+                f"but got {n} inputs"
+            )
+        raise CoreError(
+            f"{prefix}{head} for model '{self.name}'. Got input(s) {got}, but missing required "
+            f"input(s) {missing}. Please provide all required input(s)."
+        )
+
+    def _map_raw_input(self, req: InferRequest, prefix: str) -> None:
+        assert self.config is not None
+        raw = req.inputs.pop("raw_input")
+        cfg_inputs = self.config.input
+        if len(cfg_inputs) != 1:
+            raise CoreError(
+                f"{prefix}Raw request must only have 1 input (found 1) to be deduced but got "
+                f"{len(cfg_inputs)} inputs in '{self.name}' model configuration"
+            )
+        spec = self._inputs[cfg_inputs[0].name]
+        dims = list(spec.dims)
+        assert raw.raw is not None
+        size = raw.raw.nbytes
+        if spec.wire == "BYTES":
+            if dims != [1]:
+                raise CoreError(
+                    f"{prefix}For BYTE datatype raw input '{spec.name}', the model must have "
+                    "input shape [1]"
+                )
+            shape = [1]
+        else:
+            variable = [i for i, d in enumerate(dims) if d == -1]
+            if len(variable) > 1:
+                raise CoreError(
+                    f"The shape of the raw input '{spec.name}' can not be deduced because "
+                    "there are more than one variable-sized dimension"
+                )
+            shape = dims
+            if variable:
+                itemsize = spec.dtype.itemsize if spec.dtype is not None else 1
+                fixed = int(np.prod([d for d in dims if d != -1], dtype=np.int64)) * itemsize
+                shape = list(dims)
+                shape[variable[0]] = size // fixed if fixed and size % fixed == 0 else 0
+                if fixed and size % fixed:
+                    shape[variable[0]] = -1
+        if self._max_batch > 0:
+            shape = [1, *shape]
+        expected_elems = int(np.prod(shape, dtype=np.int64)) if -1 not in shape else -1
+        if spec.wire != "BYTES" and spec.dtype is not None:
+            expected = expected_elems * spec.dtype.itemsize
+            if expected != size:
+                raise CoreError(
+                    f"{prefix}input byte size mismatch for input 'raw_input' for model "
+                    f"'{self.name}'. Expected {max(expected, 0)}, got {size}"
+                )
+        req.inputs[spec.name] = InputTensor(spec.name, spec.wire, shape, raw=raw.raw)
+
+    def _decode(self, t: InputTensor, spec: _InputSpec, prefix: str) -> None:
+        count = 1
+        for d in t.shape:
+            count *= d
+        if t.raw is None:
+            assert t.array is not None
+            if spec.wire == "BYTES" and t.array.size != count:
+                raise CoreError(
+                    f"{prefix}expected {count} string elements for inference input '{t.name}' "
+                    f"for model '{self.name}', got {t.array.size}"
+                )
+            if t.array.shape != tuple(t.shape):
+                t.array = t.array.reshape(t.shape)
+            return
+        raw = t.raw
+        if spec.wire == "BYTES":
+            t.array = self._decode_bytes(raw, count, t.name, prefix).reshape(t.shape)
+        else:
+            assert spec.dtype is not None
+            expected = count * spec.dtype.itemsize
+            if raw.nbytes != expected:
+                raise CoreError(
+                    f"{prefix}input byte size mismatch for input '{t.name}' for model "
+                    f"'{self.name}'. Expected {expected}, got {raw.nbytes}"
+                )
+            t.array = np.frombuffer(raw, dtype=spec.dtype).reshape(t.shape)
+        t.raw = None
+
+    def _decode_bytes(
+        self, raw: memoryview, count: int, name: str, prefix: str
+    ) -> np.ndarray[Any, Any]:
+        try:
+            items = unpack_items(raw, None)
+        except BytesFramingError:
+            items = None
+        if items is None or len(items) != count:
+            buf = raw.tobytes()
+            off, end, found = 0, len(buf), 0
+            while off < end:
+                if end - off < 4:
+                    raise CoreError(
+                        f"{prefix}incomplete string length indicator for inference input "
+                        f"'{name}' for model '{self.name}', expecting 4 bytes but only "
+                        f"{end - off} bytes available. Please make sure the string length "
+                        "indicator is in one buffer."
+                    )
+                (length,) = _U32.unpack_from(buf, off)
+                off += 4
+                if end - off < length:
+                    raise CoreError(
+                        f"{prefix}incomplete string for inference input '{name}' for model "
+                        f"'{self.name}', expecting string of length {length} but only "
+                        f"{end - off} bytes available"
+                    )
+                off += length
+                found += 1
+            raise CoreError(
+                f"{prefix}expected {count} string elements for inference input '{name}' for "
+                f"model '{self.name}', got {found}"
+            )
+        arr = np.empty(len(items), dtype=np.object_)
+        arr[:] = items
+        return arr
+
+    # ------------------------------------------------------------------ scheduling
+
+    async def infer(self, req: InferRequest) -> InferResponse:
+        """Queue an admitted request and wait for its response."""
+        self.in_flight += 1
+        try:
+            if self._sequence is not None:
+                return await self._sequence.run(self, req)
+            if self._idle and not self._queue:
+                inst = self._idle.popleft()
+                try:
+                    return (await self._execute(inst, [req]))[0]
+                finally:
+                    self._release(inst)
+            fut: asyncio.Future[InferResponse] = asyncio.get_running_loop().create_future()
+            self._queue.append((req, fut))
+            return await fut
+        finally:
+            self.in_flight -= 1
+            if self.in_flight == 0 and self._drain_waiters:
+                for waiter in self._drain_waiters:
+                    if not waiter.done():
+                        waiter.set_result(None)
+                self._drain_waiters.clear()
+
+    def _release(self, inst: ModelInstance) -> None:
+        if not self._queue:
+            self._idle.append(inst)
+            return
+        batch = [self._queue.popleft()]
+        if self._dynamic and self._max_batch > 0:
+            total = batch[0][0].batch_size
+            while self._queue and total + self._queue[0][0].batch_size <= self._max_batch:
+                item = self._queue.popleft()
+                total += item[0].batch_size
+                batch.append(item)
+        asyncio.get_running_loop().create_task(self._run_queued(inst, batch))
+
+    async def _run_queued(
+        self, inst: ModelInstance, batch: list[tuple[InferRequest, asyncio.Future[InferResponse]]]
+    ) -> None:
+        try:
+            live = [(r, f) for r, f in batch if not f.done()]
+            if live:
+                responses = await self._execute(inst, [r for r, _ in live])
+                for (_, fut), resp in zip(live, responses, strict=False):
+                    if not fut.done():
+                        fut.set_result(resp)
+        except BaseException as e:  # never leave a waiter hanging
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(e)
+            if not isinstance(e, Exception):
+                raise
+        finally:
+            self._release(inst)
+
+    async def _execute(
+        self, inst: ModelInstance, requests: list[InferRequest]
+    ) -> list[InferResponse]:
+        t0 = time.monotonic_ns()
+        times = ExecutionTimes()
+        responses = await inst.execute(requests, times)
+        t1 = time.monotonic_ns()
+        batch = sum(r.batch_size for r in requests)
+        stats = self.stats
+        failed = all(resp.failed for resp in responses)
+        stats.record_execution(
+            batch, len(requests), times.input_ns, times.infer_ns, times.output_ns, failed
+        )
+        for r, resp in zip(requests, responses, strict=False):
+            stats.record_request(not resp.failed, t1 - r.start_ns, t0 - r.start_ns)
+        return responses
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    async def drain(self) -> None:
+        """Wait until no request is in flight."""
+        if self.in_flight:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._drain_waiters.append(waiter)
+            await waiter
+
+
+class _Sequences:
+    """Sequence batcher basics: correlation-id rules, control inputs, sticky instances."""
+
+    def __init__(self, config: ModelConfig, n_instances: int) -> None:
+        self.active: dict[int | str, int] = {}
+        self._locks: list[asyncio.Lock] = []
+        self._n = n_instances
+        self._next = 0
+        self._controls: list[tuple[str, int, str, list[Any]]] = []
+        sb = config.sequence_batching
+        kind = ModelSequenceBatching.Control
+        for ci in sb.control_input:
+            for ctl in ci.control:
+                wire = wire_datatype(ctl.data_type) if ctl.data_type else ""
+                if ctl.fp32_false_true:
+                    values: list[Any] = list(ctl.fp32_false_true)
+                    wire = "FP32"
+                elif ctl.int32_false_true:
+                    values = list(ctl.int32_false_true)
+                    wire = "INT32"
+                elif ctl.bool_false_true:
+                    values = list(ctl.bool_false_true)
+                    wire = "BOOL"
+                else:
+                    values = []
+                self._controls.append((ci.name, ctl.kind, wire, values))
+        self._kind = kind
+        self._batching = config.max_batch_size > 0
+
+    def admit(self, req: InferRequest, model: str) -> None:
+        cid = req.correlation_id
+        if cid == 0 or cid == "":
+            raise CoreError(
+                f"inference request to model '{model}' must specify a non-zero or non-empty "
+                "correlation ID"
+            )
+        start = bool(req.flags & 1)
+        if cid not in self.active and not start:
+            raise CoreError(
+                f"inference request for sequence {cid} to model '{model}' must specify the "
+                "START flag on the first request of the sequence"
+            )
+
+    def _control_tensors(self, req: InferRequest) -> list[InputTensor]:
+        out: list[InputTensor] = []
+        shape = [1, 1] if self._batching else [1]
+        k = self._kind
+        order: dict[int, int] = {k.CONTROL_SEQUENCE_READY: 0, k.CONTROL_SEQUENCE_CORRID: 1,
+                 k.CONTROL_SEQUENCE_END: 2, k.CONTROL_SEQUENCE_START: 3}  # fmt: skip
+        for name, kind, wire, values in sorted(self._controls, key=lambda c: order[c[1]]):
+            if kind == k.CONTROL_SEQUENCE_CORRID:
+                cid = req.correlation_id
+                if wire == "BYTES":
+                    arr = np.empty(shape, dtype=np.object_)
+                    arr[...] = str(cid).encode()
+                else:
+                    arr = np.full(shape, cid if isinstance(cid, int) else 0, TRITON_TO_NUMPY[wire])
+            else:
+                if kind == k.CONTROL_SEQUENCE_START:
+                    flag = bool(req.flags & 1)
+                elif kind == k.CONTROL_SEQUENCE_END:
+                    flag = bool(req.flags & 2)
+                else:
+                    flag = True
+                value = values[1] if flag and len(values) > 1 else (values[0] if values else 0)
+                arr = np.full(shape, value, TRITON_TO_NUMPY[wire])
+            out.append(InputTensor(name, wire, shape, array=arr))
+        return out
+
+    async def run(self, model: ModelVersion, req: InferRequest) -> InferResponse:
+        if not self._locks:
+            self._locks = [asyncio.Lock() for _ in range(self._n)]
+        cid = req.correlation_id
+        if req.flags & 1 or cid not in self.active:
+            self.active[cid] = self._next % self._n
+            self._next += 1
+        slot = self.active[cid]
+        if req.flags & 2:
+            del self.active[cid]
+        controls = self._control_tensors(req)
+        req.inputs = {**{t.name: t for t in controls}, **req.inputs}
+        async with self._locks[slot]:
+            return (await model._execute(model.instances[slot], [req]))[0]

@@ -1,0 +1,580 @@
+"""The model repository: discovery, versions, control modes, load and unload."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .. import _json
+from ._backend_api import Backend, LoadContext, ModelInstance
+from ._config import (
+    ModelConfig,
+    PollError,
+    config_to_json,
+    normalize,
+    normalize_instance_groups,
+    parse_override,
+    read_config,
+    validate_load,
+    validate_poll,
+    version_policy_versions,
+    wire_datatype,
+)
+from ._errors import Code, CoreError
+from ._model import ModelVersion
+
+__all__ = ["ModelEntry", "Repository"]
+
+log = logging.getLogger("tritonhttp.server")
+
+
+@dataclass
+class ModelEntry:
+    """A model name the server manages, with every version it knows about."""
+
+    name: str
+    versions: dict[int, ModelVersion] = field(default_factory=dict)
+    failed: bool = False
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    temp_dir: Path | None = None
+    signature: tuple[Any, ...] = ()
+    #: a load got past polling (the model then counts as known even with no version)
+    attempted: bool = False
+    model_dir: Path | None = None
+
+    def ready_versions(self) -> list[ModelVersion]:
+        return [v for _, v in sorted(self.versions.items()) if v.ready]
+
+
+def _dir_signature(path: Path) -> tuple[Any, ...]:
+    items = []
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for f in sorted(files):
+            p = os.path.join(root, f)
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            items.append((p, st.st_mtime_ns, st.st_size))
+    return tuple(items)
+
+
+class Repository:
+    """Knows every model of the repositories and the state of each loaded version."""
+
+    def __init__(
+        self,
+        repositories: Iterable[Path],
+        mode: str = "none",
+        backends: dict[str, Backend] | None = None,
+        backend_config: dict[str, dict[str, str]] | None = None,
+        strict_readiness: bool = True,
+        auto_complete: bool = True,
+    ) -> None:
+        self.repositories = [Path(r) for r in repositories]
+        self.mode = mode
+        self.backends = backends or {}
+        self.backend_config = backend_config or {}
+        self.strict_readiness = strict_readiness
+        self.auto_complete = auto_complete
+        self.models: dict[str, ModelEntry] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.live = True
+
+    # ------------------------------------------------------------------ discovery
+
+    def scan(self) -> dict[str, list[Path]]:
+        """Model name -> the directories holding it (more than one is an error)."""
+        found: dict[str, list[Path]] = {}
+        for repo in self.repositories:
+            try:
+                entries = sorted(os.scandir(repo), key=lambda e: e.name)
+            except OSError:
+                continue
+            for e in entries:
+                if e.is_dir() and not e.name.startswith("."):
+                    found.setdefault(e.name, []).append(Path(e.path))
+        return found
+
+    # ------------------------------------------------------------------ lookup
+
+    def get(self, name: str, version: str = "") -> ModelVersion:
+        """The version to serve (highest ready when ``version`` is empty); §5 errors."""
+        entry = self.models.get(name)
+        if entry is None or not (entry.versions or entry.attempted):
+            raise CoreError(f"Request for unknown model: '{name}' is not found", Code.NOT_FOUND)
+        if version:
+            v = parse_version(version)
+            mv = entry.versions.get(v)
+            if mv is None:
+                raise CoreError(
+                    f"Request for unknown model: '{name}' version {v} is not found",
+                    Code.NOT_FOUND,
+                )
+            if not mv.ready:
+                raise CoreError(
+                    f"Request for unknown model: '{name}' version {v} is not at ready state",
+                    Code.UNAVAILABLE,
+                )
+            return mv
+        ready = entry.ready_versions()
+        if not ready:
+            raise CoreError(
+                f"Request for unknown model: '{name}' has no available versions", Code.NOT_FOUND
+            )
+        return ready[-1]
+
+    def is_ready(self, name: str, version: str = "") -> bool:
+        try:
+            self.get(name, version)
+        except CoreError:
+            return False
+        return True
+
+    def server_ready(self) -> bool:
+        if not self.live:
+            return False
+        if not self.strict_readiness:
+            return True
+        return not any(e.failed for e in self.models.values())
+
+    def index(self, ready_only: bool = False) -> list[dict[str, str]]:
+        names = set(self.models)
+        if self.mode == "explicit":
+            names |= set(self.scan())
+        out: list[dict[str, str]] = []
+        for name in sorted(names):
+            entry = self.models.get(name)
+            if entry is None or not entry.versions:
+                if not ready_only and (entry is None or not entry.attempted):
+                    out.append({"name": name})
+                continue
+            for v, mv in sorted(entry.versions.items()):
+                if ready_only and not mv.ready:
+                    continue
+                item = {"name": name, "version": str(v), "state": mv.state}
+                if mv.reason:
+                    item["reason"] = mv.reason
+                out.append(item)
+        return out
+
+    def loaded_versions(self) -> list[ModelVersion]:
+        return [
+            mv
+            for _, e in sorted(self.models.items())
+            for _, mv in sorted(e.versions.items())
+            if mv.ready
+        ]
+
+    def metadata_json(self, name: str, version: str = "") -> bytes:
+        mv = self.get(name, version)
+        entry = self.models[name]
+        versions = (
+            [str(mv.version)] if version else [str(v.version) for v in entry.ready_versions()]
+        )
+        cfg = mv.config
+        assert cfg is not None
+        batch = [-1] if cfg.max_batch_size > 0 else []
+        platform = cfg.platform or cfg.backend
+
+        def tensors(items: Iterable[Any]) -> list[dict[str, Any]]:
+            return [
+                {
+                    "name": t.name,
+                    "datatype": wire_datatype(t.data_type),
+                    "shape": batch + list(t.dims),
+                }
+                for t in items
+            ]
+
+        return _json.dumps(
+            {
+                "name": name,
+                "versions": versions,
+                "platform": platform,
+                "inputs": tensors(cfg.input),
+                "outputs": tensors(cfg.output),
+            }
+        )
+
+    # ------------------------------------------------------------------ loading
+
+    async def load_startup(self, names: list[str] | None = None) -> list[str]:
+        """Load every model (none/poll) or the named ones (explicit; ``*`` = all).
+
+        Returns the names that failed.
+        """
+        found = self.scan()
+        if self.mode != "explicit" or (names and "*" in names):
+            wanted = sorted(found)
+        else:
+            wanted = sorted(set(names or []))
+        results = await asyncio.gather(
+            *(self._load_named(n, found) for n in wanted), return_exceptions=True
+        )
+        failed = []
+        for name, res in zip(wanted, results, strict=False):
+            if isinstance(res, BaseException):
+                failed.append(name)
+                entry = self.models.setdefault(name, ModelEntry(name))
+                entry.failed = True
+                log.error("failed to load '%s': %s", name, getattr(res, "message", res))
+        return failed
+
+    async def _load_named(self, name: str, found: dict[str, list[Path]]) -> None:
+        dirs = found.get(name)
+        if not dirs:
+            raise PollError(f"failed to find model '{name}' in the model repositories")
+        if len(dirs) > 1:
+            raise PollError("model appears in two or more repositories")
+        await self.load_dir(name, dirs[0], None)
+
+    async def load(
+        self, name: str, config: str | None = None, files: dict[str, str] | None = None
+    ) -> None:
+        """The load API: raises CoreError with the texts Triton answers."""
+        poll_error = CoreError(
+            f"failed to load '{name}', failed to poll from model repository", Code.INTERNAL
+        )
+        temp_dir: Path | None = None
+        try:
+            override = parse_override(config) if config is not None else None
+            if files:
+                if override is None:
+                    raise PollError("file overrides need a 'config' parameter")
+                temp_dir = _write_override_files(name, files)
+                model_dir = temp_dir
+            else:
+                found = self.scan().get(name)
+                if not found:
+                    raise PollError(f"failed to find model '{name}' in the model repositories")
+                if len(found) > 1:
+                    raise PollError("model appears in two or more repositories")
+                model_dir = found[0]
+                entry = self.models.get(name)
+                if (
+                    override is None
+                    and entry is not None
+                    and entry.versions
+                    and all(v.ready for v in entry.versions.values())
+                    and entry.model_dir == model_dir
+                    and entry.signature == _dir_signature(model_dir)
+                ):
+                    return  # unchanged on disk: Triton keeps what is loaded (even overrides)
+            await self.load_dir(name, model_dir, override, temp_dir)
+        except PollError as e:
+            if temp_dir is not None:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+            log.error("Poll failed for model directory '%s': %s", name, e)
+            raise poll_error from None
+        except CoreError:
+            if (
+                temp_dir is not None
+                and self.models.get(name, ModelEntry(name)).temp_dir != temp_dir
+            ):
+                shutil.rmtree(temp_dir, ignore_errors=True)
+            raise
+
+    async def load_dir(
+        self,
+        name: str,
+        model_dir: Path,
+        override: ModelConfig | None,
+        temp_dir: Path | None = None,
+    ) -> None:
+        entry = self.models.setdefault(name, ModelEntry(name))
+        async with entry.lock:
+            cfg = override if override is not None else read_config(model_dir)
+            if cfg is None:
+                if not self.auto_complete:
+                    raise PollError(
+                        f"failed to open text file for read {model_dir / 'config.pbtxt'}: "
+                        "No such file or directory"
+                    )
+                cfg = ModelConfig()
+            validate_poll(cfg, name)
+            available = sorted(
+                int(p.name) for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit()
+            )
+            normalize(cfg, name, [model_dir / str(v) for v in available])
+            versions = version_policy_versions(cfg, available)
+            entry.attempted = True
+            if not versions:
+                entry.failed = True
+                raise CoreError(
+                    f"load failed for model '{name}': at least one version must be available "
+                    f"under the version policy of model '{name}'\n"
+                )
+            loaded = await asyncio.gather(
+                *(self._load_version(name, v, model_dir, cfg) for v in versions)
+            )
+            failures = [mv for mv in loaded if not mv.ready]
+            old = dict(entry.versions)
+            new_versions: dict[int, ModelVersion] = {}
+            for mv in loaded:
+                prev = old.get(mv.version)
+                if not mv.ready and prev is not None and prev.ready:
+                    new_versions[mv.version] = prev  # a failed reload keeps the old one serving
+                else:
+                    new_versions[mv.version] = mv
+            retired = [mv for v, mv in old.items() if new_versions.get(v) is not mv and mv.ready]
+            for v, mv in old.items():
+                if v not in new_versions and not mv.ready:
+                    new_versions[v] = mv
+            entry.versions = dict(sorted(new_versions.items()))
+            for mv in retired:
+                if mv.version not in entry.versions:
+                    entry.versions[mv.version] = mv
+                self._retire(mv)
+            entry.versions = dict(sorted(entry.versions.items()))
+            if temp_dir is not None:
+                if entry.temp_dir is not None and entry.temp_dir != temp_dir:
+                    shutil.rmtree(entry.temp_dir, ignore_errors=True)
+                entry.temp_dir = temp_dir
+            entry.signature = _dir_signature(model_dir)
+            entry.model_dir = model_dir
+            entry.failed = bool(failures)
+            if failures:
+                text = "".join(
+                    f"version {mv.version} is at UNAVAILABLE state: {mv.reason};\n"
+                    for mv in failures
+                )
+                raise CoreError(f"load failed for model '{name}': {text}")
+
+    async def _load_version(
+        self, name: str, version: int, model_dir: Path, base: ModelConfig
+    ) -> ModelVersion:
+        mv = ModelVersion(name, version)
+        cfg = ModelConfig()
+        cfg.CopyFrom(base)
+        ctx = LoadContext(name, version, model_dir, self.backend_config.get(cfg.backend, {}))
+        instances: list[ModelInstance] = []
+        try:
+            if cfg.platform == "ensemble":
+                raise CoreError(
+                    "ensemble models are not supported by this server yet", Code.UNSUPPORTED
+                )
+            validate_load(cfg)
+            backend = self.backends.get(cfg.backend)
+            if backend is None:
+                raise CoreError(
+                    f"unable to find backend library for backend '{cfg.backend}', try "
+                    "specifying runtime on the model configuration.",
+                    Code.INVALID_ARG,
+                )
+            if self.auto_complete:
+                cfg = await backend.auto_complete(ctx, cfg)
+                normalize(cfg, name, [ctx.version_dir])
+                normalize_instance_groups(cfg)
+                validate_load(cfg)
+            for out in cfg.output:
+                if out.label_filename:
+                    path = model_dir / out.label_filename
+                    try:
+                        mv.labels[out.name] = path.read_text(encoding="utf-8").splitlines()
+                    except OSError:
+                        raise CoreError(
+                            f"failed to open text file for read {path}: No such file or directory"
+                        ) from None
+            config_json = config_to_json(cfg)
+            text = config_json.decode("utf-8")
+            for gi, group in enumerate(cfg.instance_group):
+                for i in range(group.count):
+                    instances.append(
+                        await backend.create_instance(ctx, cfg, text, gi, i, f"{group.name}_{i}")
+                    )
+            mv.config_json = config_json
+            mv.activate(cfg, instances)
+            await _warm_up(mv, cfg, model_dir)
+        except CoreError as e:
+            for inst in instances:
+                await inst.finalize()
+            mv.state = "UNAVAILABLE"
+            mv.reason = f"{e.code.label}: {e.message}"
+        return mv
+
+    # ------------------------------------------------------------------ unloading
+
+    def _retire(self, mv: ModelVersion) -> None:
+        mv.state = "UNLOADING"
+        mv.reason = ""
+        task = asyncio.get_running_loop().create_task(self._finish_unload(mv))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _finish_unload(self, mv: ModelVersion) -> None:
+        await mv.drain()
+        for inst in mv.instances:
+            await inst.finalize()
+        mv.instances = []
+        mv.state = "UNAVAILABLE"
+        mv.reason = "unloaded"
+        entry = self.models.get(mv.name)
+        if entry is not None and entry.versions.get(mv.version) is not mv:
+            return
+
+    async def unload(self, name: str, unload_dependents: bool = False) -> None:
+        """Start unloading every version of ``name`` (unknown names are fine)."""
+        entry = self.models.get(name)
+        if entry is None:
+            return
+        for mv in list(entry.versions.values()):
+            if mv.ready:
+                self._retire(mv)
+        if entry.temp_dir is not None:
+            temp = entry.temp_dir
+            entry.temp_dir = None
+            task = asyncio.get_running_loop().create_task(self._cleanup_later(entry, temp))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _cleanup_later(self, entry: ModelEntry, temp: Path) -> None:
+        for mv in list(entry.versions.values()):
+            await mv.drain()
+        await asyncio.sleep(0)
+        shutil.rmtree(temp, ignore_errors=True)
+
+    async def shutdown(self) -> None:
+        """Unload everything and wait for every finalize."""
+        self.live = False
+        for name in list(self.models):
+            await self.unload(name)
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # ------------------------------------------------------------------ poll mode
+
+    async def poll_once(self) -> None:
+        found = self.scan()
+        for name in sorted(set(self.models) - set(found)):
+            if any(v.ready for v in self.models[name].versions.values()):
+                await self.unload(name)
+        for name, dirs in sorted(found.items()):
+            entry = self.models.get(name)
+            if len(dirs) != 1:
+                continue
+            sig = _dir_signature(dirs[0])
+            if entry is not None and entry.signature == sig:
+                continue
+            try:
+                await self.load_dir(name, dirs[0], None)
+            except (CoreError, PollError) as e:
+                log.error("failed to load '%s': %s", name, getattr(e, "message", e))
+                self.models.setdefault(name, ModelEntry(name)).signature = sig
+
+    async def poll_forever(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.poll_once()
+            except Exception:  # keep polling whatever one round did
+                log.exception("repository poll failed")
+
+
+async def _warm_up(mv: ModelVersion, cfg: ModelConfig, model_dir: Path) -> None:
+    """Run ``model_warmup`` samples before the version serves (failures fail the load).
+
+    As in Triton, every instance runs each sample: ``batch_size: B`` and ``count: C`` send
+    B x max(C, 1) requests of batch 1 to it.
+    """
+    if not cfg.model_warmup:
+        return
+    import numpy as np
+
+    from ...utils._dtypes import TRITON_TO_NUMPY
+    from ._types import InferRequest, InputTensor
+
+    rng = np.random.default_rng(0)
+    for sample in cfg.model_warmup:
+        inputs: dict[str, InputTensor] = {}
+        for name, spec in sample.inputs.items():
+            wire = wire_datatype(spec.data_type)
+            shape = list(spec.dims)
+            if cfg.max_batch_size > 0:
+                shape = [1, *shape]
+            count = int(np.prod(shape, dtype=np.int64))
+            which = spec.WhichOneof("input_data_type")
+            if wire == "BYTES":
+                arr = np.empty(count, dtype=np.object_)
+                arr[:] = [b""] * count if which != "random_data" else [b"a"] * count
+            elif which == "input_data_file":
+                path = model_dir / "warmup" / spec.input_data_file
+                try:
+                    raw = path.read_bytes()
+                except OSError as e:
+                    raise CoreError(f"failed to read warmup data file {path}: {e}") from None
+                arr = np.frombuffer(bytearray(raw), dtype=TRITON_TO_NUMPY[wire])[:count]
+            elif which == "random_data":
+                arr = rng.random(count).astype(TRITON_TO_NUMPY[wire])
+            else:
+                arr = np.zeros(count, dtype=TRITON_TO_NUMPY[wire])
+            inputs[name] = InputTensor(name, wire, shape, array=arr)
+        for instance in mv.instances:
+            for _ in range(max(1, sample.batch_size) * max(1, sample.count)):
+                copies = {
+                    k: InputTensor(t.name, t.datatype, list(t.shape), array=t.array)
+                    for k, t in inputs.items()
+                }
+                req = InferRequest(id="", inputs=copies)
+                mv.admit(req)
+                (response,) = await mv._execute(instance, [req])
+                if response.error is not None:
+                    raise CoreError(
+                        f"failed to run warmup sample '{sample.name}': {response.error.message}"
+                    )
+
+
+def parse_version(text: str) -> int:
+    """A version path segment as Triton reads it (``stol``: must fit a signed long)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value > 2**63 - 1:
+        raise CoreError(
+            f"failed to get model version from specified version string '{text}' (details: "
+            "stol), version should be an integral value > 0"
+        )
+    if value < 0:
+        raise CoreError(
+            f"invalid model version specified '{text}' , version should be an integral value > 0"
+        )
+    return value
+
+
+def _write_override_files(name: str, files: dict[str, str]) -> Path:
+    """Write ``file:<relpath>`` overrides into a private temp copy (no path escapes)."""
+    temp = Path(tempfile.mkdtemp(prefix=f"tritonhttp-{len(name)}-"))
+    try:
+        for rel, b64 in files.items():
+            pure = PurePosixPath(rel)
+            if (
+                not rel
+                or pure.is_absolute()
+                or "\\" in rel
+                or any(part in ("..", "") for part in rel.split("/"))
+            ):
+                raise PollError(f"invalid file override path '{rel}'")
+            target = (temp / pure).resolve()
+            if not target.is_relative_to(temp.resolve()):
+                raise PollError(f"invalid file override path '{rel}'")
+            try:
+                data = base64.b64decode(b64, validate=True)
+            except (binascii.Error, ValueError):
+                raise PollError(f"file override '{rel}' is not valid base64") from None
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    return temp

@@ -1,0 +1,218 @@
+"""Trace and log settings as the trace and logging extensions expose them."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import Code, CoreError
+
+__all__ = ["LogSettings", "TraceSettings"]
+
+_JSON_NOT_BOOL = "attempt to access JSON non-boolean as boolean"
+_JSON_NOT_UINT = "attempt to access JSON non-unsigned-integer as unsigned-integer"
+_JSON_NOT_STR = "attempt to access JSON non-string as string"
+_JSON_NOT_ARRAY = "attempt to access JSON non-array as array"
+
+_TRACE_KEYS = ("trace_level", "trace_rate", "trace_count", "log_frequency", "trace_file")
+
+
+@dataclass
+class TraceSettings:
+    """Global trace settings plus per-model overrides (values kept as Triton shows them)."""
+
+    level: list[str] = field(default_factory=lambda: ["OFF"])
+    rate: int = 1000
+    count: int = -1
+    log_frequency: int = 0
+    file: str = ""
+    mode: str = "triton"
+    model: dict[str, dict[str, Any]] = field(default_factory=dict)
+    startup: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.startup = self._global()
+
+    def _global(self) -> dict[str, Any]:
+        return {
+            "trace_level": list(self.level),
+            "trace_rate": self.rate,
+            "trace_count": self.count,
+            "log_frequency": self.log_frequency,
+            "trace_file": self.file,
+        }
+
+    def view(self, model: str | None = None) -> dict[str, Any]:
+        values = self._global()
+        if model is not None:
+            values.update(self.model.get(model, {}))
+        out: dict[str, Any] = {
+            "trace_level": values["trace_level"],
+            "trace_rate": str(values["trace_rate"]),
+            "trace_count": str(values["trace_count"]),
+        }
+        if self.mode == "triton":
+            out["log_frequency"] = str(values["log_frequency"])
+            out["trace_file"] = values["trace_file"]
+        out["trace_mode"] = self.mode
+        return out
+
+    def update(self, body: Any, model: str | None = None) -> None:
+        if not isinstance(body, dict):
+            raise CoreError("attempt to get members for non-object", Code.INTERNAL)
+        if "trace_file" in body:
+            raise CoreError(
+                "trace file location can not be updated through network protocol",
+                Code.UNSUPPORTED,
+            )
+        new: dict[str, Any] = {}
+        cleared: list[str] = []
+        if "trace_level" in body:
+            value = body["trace_level"]
+            if value is None:
+                cleared.append("trace_level")
+            else:
+                if not isinstance(value, list):
+                    raise CoreError(_JSON_NOT_ARRAY, Code.INTERNAL)
+                levels: list[str] = []
+                for item in value:
+                    if not isinstance(item, str):
+                        raise CoreError(_JSON_NOT_STR, Code.INTERNAL)
+                    if item == "OFF":
+                        if len(value) != 1:
+                            raise CoreError("Expect only one trace level 'OFF' is specified")
+                        levels = ["OFF"]
+                    elif item in ("TIMESTAMPS", "TENSORS") and item not in levels:
+                        levels.append(item)
+                if levels:
+                    order = {"TIMESTAMPS": 0, "TENSORS": 1, "OFF": 2}
+                    new["trace_level"] = sorted(levels, key=order.__getitem__)
+        for key, _low in (("trace_rate", 0), ("trace_count", -1), ("log_frequency", 0)):
+            if key not in body:
+                continue
+            value = body[key]
+            if value is None:
+                cleared.append(key)
+                continue
+            if not isinstance(value, str):
+                raise CoreError(_JSON_NOT_STR, Code.INTERNAL)
+            try:
+                number = int(value.strip())
+            except ValueError:
+                raise CoreError(f"Unable to parse '{key}', got: {value}") from None
+            if key == "trace_count":
+                if number < -1:
+                    raise CoreError(
+                        f"Unable to parse 'trace_count'. Expecting value >= -1, got:{value}"
+                    )
+                if number > 2**31 - 1:
+                    raise CoreError(
+                        f"Unable to parse '{key}', value is out of range [ -1, "
+                        f"2147483647 ], got: {value}"
+                    )
+            elif -(2**32) <= number < 0:
+                number %= 2**32  # read as an unsigned 32-bit value, as Triton does
+            elif not 0 <= number <= 4294967295:
+                raise CoreError(
+                    f"Unable to parse '{key}', value is out of range [ 0, 4294967295 "
+                    f"], got: {value}"
+                )
+            new[key] = number
+        if "trace_level" in new:
+            level_after = new["trace_level"]
+        elif "trace_level" in cleared:
+            level_after = self.startup["trace_level"] if model is None else list(self.level)
+        else:
+            level_after = self.view(model)["trace_level"]
+        if level_after != ["OFF"] and not self.file:
+            raise CoreError("Attempting to set invalid trace setting :trace file name is not given")
+        if model is None:
+            for key in cleared:
+                setattr(self, _ATTR[key], self.startup[key])
+            for key, value in new.items():
+                setattr(self, _ATTR[key], value)
+        else:
+            overrides = self.model.setdefault(model, {})
+            for key in cleared:
+                overrides.pop(key, None)
+            overrides.update(new)
+
+
+_ATTR = {
+    "trace_level": "level",
+    "trace_rate": "rate",
+    "trace_count": "count",
+    "log_frequency": "log_frequency",
+    "trace_file": "file",
+}
+
+
+@dataclass
+class LogSettings:
+    """What ``/v2/logging`` shows and changes; applied to the server's loggers."""
+
+    log_file: str = ""
+    log_info: bool = True
+    log_warning: bool = True
+    log_error: bool = True
+    log_verbose_level: int = 0
+    log_format: str = "default"
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "log_file": self.log_file,
+            "log_info": self.log_info,
+            "log_warning": self.log_warning,
+            "log_error": self.log_error,
+            "log_verbose_level": self.log_verbose_level,
+            "log_format": self.log_format,
+        }
+
+    def update(self, body: Any) -> None:
+        if not isinstance(body, dict):
+            return  # Triton looks up each key and finds none in a non-object
+        try:
+            if body.get("log_file") is not None:
+                raise CoreError(
+                    "log file location can not be updated through network protocol",
+                    Code.UNSUPPORTED,
+                )
+            for key in ("log_info", "log_warning", "log_error"):
+                value = body.get(key)
+                if value is None:
+                    continue
+                if not isinstance(value, bool):
+                    raise CoreError(_JSON_NOT_BOOL, Code.INTERNAL)
+                setattr(self, key, value)
+            value = body.get("log_verbose_level")
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
+                    raise CoreError(_JSON_NOT_UINT, Code.INTERNAL)
+                self.log_verbose_level = value
+            value = body.get("log_format")
+            if value is not None:
+                if not isinstance(value, str):
+                    raise CoreError(_JSON_NOT_STR, Code.INTERNAL)
+                if value not in ("default", "ISO8601"):
+                    raise CoreError(
+                        f"invalid argument for --log_format, got: {value}", Code.UNAVAILABLE
+                    )
+                self.log_format = value
+        finally:
+            self.apply()
+
+    def apply(self) -> None:
+        """Set the server loggers' levels from the flags."""
+        logger = logging.getLogger("tritonhttp.server")
+        if self.log_verbose_level > 0:
+            level = 5
+        elif self.log_info:
+            level = logging.INFO
+        elif self.log_warning:
+            level = logging.WARNING
+        elif self.log_error:
+            level = logging.ERROR
+        else:
+            level = logging.CRITICAL + 1
+        logger.setLevel(level)

@@ -1,0 +1,710 @@
+"""The ASGI application: Triton's routes, in Triton's order, with Triton's answers."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .. import _json
+from ..core._core import EXTENSIONS, VERSION, ServerCore
+from ..core._errors import Code, CoreError
+from ..core._repository import parse_version
+from ._generate import handle_generate
+from ._http import (
+    JSON,
+    TEXT,
+    Receive,
+    Scope,
+    Send,
+    error_body,
+    parse_json,
+    read_body,
+    send_error,
+    send_response,
+)
+from ._infer import compress, encode_response, inflate, parse_infer_request, pick_encoding
+
+__all__ = ["HttpFrontend"]
+
+log = logging.getLogger("tritonhttp.server")
+
+_MODEL_RE = re.compile(
+    r"/v2/models/([^/]+)(?:/versions/([0-9]+))?(?:/(infer|generate|generate_stream|ready|config|stats|trace/setting))?"
+)
+_HEALTH_RE = re.compile(r"/v2(?:/health/(live|ready))?")
+_SYSSHM_RE = re.compile(r"/v2/systemsharedmemory(?:/region/([^/]+))?/(status|register|unregister)")
+_CUDASHM_RE = re.compile(r"/v2/cudasharedmemory(?:/region/([^/]+))?/(status|register|unregister)")
+_REPO_RE = re.compile(r"/v2/repository(?:/([^/]+))?/(index|models/([^/]+)/(load|unload))")
+
+_NOT_FOUND = b'{"error":"Not Found"}'
+_NOT_ALLOWED = b'{"error":"Method Not Allowed"}'
+_MAX_INFLATE = 1 << 32
+
+Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def _atoi(raw: bytes) -> int:
+    """C ``atoi``: leading spaces, optional sign, digits; junk after them ignored."""
+    m = re.match(rb"\s*([+-]?\d+)", raw)
+    if not m:
+        return 0
+    value = int(m.group(1))
+    return max(min(value, 2**31 - 1), -(2**31))
+
+
+class HttpFrontend:
+    """Triton's HTTP/REST API over a :class:`~tritonhttp.server.core._core.ServerCore`.
+
+    ``restricted`` maps an API category (``health``, ``inference``...) to the
+    (header, value) a request must carry; ``forward_pattern`` selects request headers
+    forwarded to models as parameters.
+    """
+
+    def __init__(
+        self,
+        core: ServerCore,
+        restricted: dict[str, tuple[str, str]] | None = None,
+        forward_pattern: str | None = None,
+    ) -> None:
+        self.core = core
+        self.restricted = {
+            k: (h.lower().encode(), v.encode()) for k, (h, v) in (restricted or {}).items()
+        }
+        self.forward = re.compile(forward_pattern, re.IGNORECASE) if forward_pattern else None
+        self.in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.accepting = True
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            return
+        self.in_flight += 1
+        self._idle.clear()
+        try:
+            await self._dispatch(scope, receive, send)
+        except ConnectionError:
+            pass  # the client went away
+        except Exception as e:  # a bug of ours: answer clearly, keep serving
+            log.exception("unexpected error handling %s %s", scope.get("method"), scope.get("path"))
+            with contextlib.suppress(Exception):  # fails if the response had started
+                await send_response(
+                    send, 500, error_body(f"internal server error: {type(e).__name__}: {e}"), JSON
+                )
+        finally:
+            self.in_flight -= 1
+            if self.in_flight == 0:
+                self._idle.set()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # ------------------------------------------------------------------ dispatch
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = (
+            scope.get("raw_path", b"").decode("latin-1").partition("?")[0]
+            if scope.get("raw_path")
+            else scope["path"]
+        )
+        method: str = scope["method"]
+        if path.startswith("/v2/models/"):
+            if path == "/v2/models/stats":
+                await self._guard(
+                    scope, send, "statistics", method, ("GET",), self._stats, receive, None, ""
+                )
+                return
+            m = _MODEL_RE.fullmatch(path)
+            if m is not None:
+                name, version, action = m.group(1), m.group(2) or "", m.group(3)
+                if action == "infer":
+                    await self._guard(
+                        scope,
+                        send,
+                        "inference",
+                        method,
+                        ("POST",),
+                        self._infer,
+                        receive,
+                        name,
+                        version,
+                        text405=True,
+                    )
+                elif action is None:
+                    await self._guard(
+                        scope,
+                        send,
+                        "metadata",
+                        method,
+                        ("GET",),
+                        self._model_metadata,
+                        receive,
+                        name,
+                        version,
+                    )
+                elif action == "ready":
+                    await self._guard(
+                        scope,
+                        send,
+                        "health",
+                        method,
+                        ("GET",),
+                        self._model_ready,
+                        receive,
+                        name,
+                        version,
+                        text405=True,
+                    )
+                elif action == "config":
+                    await self._guard(
+                        scope,
+                        send,
+                        "model-config",
+                        method,
+                        ("GET",),
+                        self._model_config,
+                        receive,
+                        name,
+                        version,
+                    )
+                elif action == "stats":
+                    await self._guard(
+                        scope,
+                        send,
+                        "statistics",
+                        method,
+                        ("GET",),
+                        self._stats,
+                        receive,
+                        name,
+                        version,
+                    )
+                elif action == "trace/setting":
+                    if version:
+                        await self._not_found(send)
+                    else:
+                        await self._guard(
+                            scope,
+                            send,
+                            "trace",
+                            method,
+                            ("GET", "POST"),
+                            self._trace,
+                            receive,
+                            name,
+                            "",
+                        )
+                else:
+                    await self._guard(
+                        scope,
+                        send,
+                        "inference",
+                        method,
+                        ("POST",),
+                        self._generate,
+                        receive,
+                        name,
+                        version,
+                        action,
+                    )
+                return
+        elif path == "/v2/logging":
+            await self._guard(
+                scope, send, "logging", method, ("GET", "POST"), self._logging, receive, None, ""
+            )
+            return
+        elif path == "/v2":
+            await self._guard(
+                scope, send, "metadata", method, ("GET",), self._server_metadata, receive, None, ""
+            )
+            return
+        elif path.startswith("/v2/health/"):
+            m = _HEALTH_RE.fullmatch(path)
+            if m is not None:
+                await self._guard(
+                    scope,
+                    send,
+                    "health",
+                    method,
+                    ("GET",),
+                    self._health,
+                    receive,
+                    m.group(1),
+                    "",
+                    text405=True,
+                )
+                return
+        elif path.startswith("/v2/systemsharedmemory"):
+            m = _SYSSHM_RE.fullmatch(path)
+            if m is not None:
+                allowed = ("GET",) if m.group(2) == "status" else ("POST",)
+                await self._guard(
+                    scope,
+                    send,
+                    "shared-memory",
+                    method,
+                    allowed,
+                    self._system_shm,
+                    receive,
+                    m.group(1),
+                    m.group(2),
+                )
+                return
+        elif path.startswith("/v2/cudasharedmemory"):
+            m = _CUDASHM_RE.fullmatch(path)
+            if m is not None:
+                allowed = ("GET",) if m.group(2) == "status" else ("POST",)
+                await self._guard(
+                    scope,
+                    send,
+                    "shared-memory",
+                    method,
+                    allowed,
+                    self._cuda_shm,
+                    receive,
+                    m.group(1),
+                    m.group(2),
+                )
+                return
+        elif path.startswith("/v2/repository"):
+            m = _REPO_RE.fullmatch(path)
+            if m is not None:
+                action = m.group(4) or "index"
+                await self._guard(
+                    scope,
+                    send,
+                    "model-repository",
+                    method,
+                    ("POST",),
+                    self._repository,
+                    receive,
+                    m.group(3),
+                    action,
+                    m.group(1),
+                )
+                return
+        elif path == "/v2/trace/setting":
+            await self._guard(
+                scope, send, "trace", method, ("GET", "POST"), self._trace, receive, None, ""
+            )
+            return
+        await self._not_found(send)
+
+    async def _not_found(self, send: Send) -> None:
+        await send_response(send, 404, _NOT_FOUND, TEXT, length_first=True)
+
+    async def _guard(
+        self,
+        scope: Scope,
+        send: Send,
+        api: str,
+        method: str,
+        allowed: tuple[str, ...],
+        handler: Callable[..., Awaitable[None]],
+        receive: Receive,
+        *args: Any,
+        text405: bool = False,
+    ) -> None:
+        rule = self.restricted.get(api)
+        if rule is not None:
+            header, value = rule
+            ok = any(k == header and v == value for k, v in scope["headers"])
+            if not ok:
+                msg = f"This API is restricted, expecting header '{header.decode()}'"
+                await send_response(send, 403, error_body(msg), TEXT, length_first=True)
+                return
+        if method not in allowed:
+            if text405:
+                await send_response(send, 405, _NOT_ALLOWED, TEXT, length_first=True)
+            else:
+                await send_response(send, 405, _NOT_ALLOWED, JSON)
+            return
+        try:
+            await handler(scope, receive, send, *args)
+        except CoreError as e:
+            await send_error(send, e)
+
+    # ------------------------------------------------------------------ health & metadata
+
+    async def _health(
+        self, scope: Scope, receive: Receive, send: Send, which: str | None, _: str
+    ) -> None:
+        if which is None:
+            await self._server_metadata(scope, receive, send, None, "")
+            return
+        repo = self.core.repository
+        ok = repo.live if which == "live" else repo.server_ready()
+        await send_response(send, 200 if ok else 400, b"", TEXT, length_first=True)
+
+    async def _model_ready(
+        self, scope: Scope, receive: Receive, send: Send, name: str, version: str
+    ) -> None:
+        try:
+            ready = self.core.repository.is_ready(name, version)
+        except CoreError:
+            ready = False
+        if ready:
+            await send_response(send, 200, b"", TEXT, length_first=True)
+        else:
+            await send_response(
+                send, 400, error_body("Model version not ready"), TEXT, length_first=True
+            )
+
+    async def _server_metadata(
+        self, scope: Scope, receive: Receive, send: Send, _a: Any, _b: str
+    ) -> None:
+        body = _json.dumps(
+            {"name": self.core.server_id, "version": VERSION, "extensions": EXTENSIONS}
+        )
+        await send_response(send, 200, body)
+
+    async def _model_metadata(
+        self, scope: Scope, receive: Receive, send: Send, name: str, version: str
+    ) -> None:
+        await send_response(send, 200, self.core.repository.metadata_json(name, version))
+
+    async def _model_config(
+        self, scope: Scope, receive: Receive, send: Send, name: str, version: str
+    ) -> None:
+        mv = self.core.repository.get(name, version)
+        await send_response(send, 200, mv.config_json)
+
+    # ------------------------------------------------------------------ statistics
+
+    async def _stats(
+        self, scope: Scope, receive: Receive, send: Send, name: str | None, version: str
+    ) -> None:
+        repo = self.core.repository
+        if name is None:
+            versions = repo.loaded_versions()
+        else:
+            entry = repo.models.get(name)
+            ready = entry.ready_versions() if entry is not None else []
+            if not ready:
+                raise CoreError(f"requested model '{name}' is not available")
+            if version:
+                v = parse_version(version)
+                ready = [mv for mv in ready if mv.version == v]
+                if not ready:
+                    raise CoreError(f"requested model version is not available for model '{name}'")
+        else_versions = versions if name is None else ready
+        body = _json.dumps(
+            {"model_stats": [mv.stats.as_json(mv.name, mv.version) for mv in else_versions]}
+        )
+        await send_response(send, 200, body)
+
+    # ------------------------------------------------------------------ trace & logging
+
+    async def _trace(
+        self, scope: Scope, receive: Receive, send: Send, name: str | None, _: str
+    ) -> None:
+        trace = self.core.trace
+        if name is not None and not self.core.repository.is_ready(name):
+            raise CoreError(f"Request for unknown model : {name}")
+        if scope["method"] == "POST":
+            body = await read_body(receive)
+            trace.update(parse_json(body), name)
+        await send_response(send, 200, _json.dumps(trace.view(name)))
+
+    async def _logging(self, scope: Scope, receive: Receive, send: Send, _a: Any, _b: str) -> None:
+        settings = self.core.log
+        if scope["method"] == "POST":
+            body = await read_body(receive)
+            settings.update(parse_json(body))
+        await send_response(send, 200, _json.dumps(settings.view()))
+
+    # ------------------------------------------------------------------ repository
+
+    async def _repository(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        name: str | None,
+        action: str,
+        repo_name: str | None,
+    ) -> None:
+        repo = self.core.repository
+        body = await read_body(receive)
+        if action == "index":
+            ready = False
+            if body:
+                doc = parse_json(body)
+                if isinstance(doc, dict) and "ready" in doc:
+                    if not isinstance(doc["ready"], bool):
+                        raise CoreError(
+                            "attempt to access JSON non-boolean as boolean", Code.INTERNAL
+                        )
+                    ready = doc["ready"]
+            await send_response(send, 200, _json.dumps(repo.index(ready)))
+            return
+        assert name is not None
+        if repo_name is not None:
+            raise CoreError("'repository_name' specification is not supported", Code.UNSUPPORTED)
+        if repo.mode != "explicit":
+            raise CoreError(
+                "explicit model load / unload is not allowed if polling is enabled",
+                Code.UNAVAILABLE,
+            )
+        if action == "unload":
+            dependents = False
+            if body:
+                try:
+                    doc = parse_json(body)
+                    params = doc.get("parameters") if isinstance(doc, dict) else None
+                    if isinstance(params, dict) and isinstance(
+                        params.get("unload_dependents"), bool
+                    ):
+                        dependents = params["unload_dependents"]
+                except CoreError:
+                    pass  # Triton ignores a malformed unload body
+            await repo.unload(name, dependents)
+            await send_response(send, 200, b"")
+            return
+        config: str | None = None
+        files: dict[str, str] = {}
+        if body:
+            doc = parse_json(body)
+            params = doc.get("parameters") if isinstance(doc, dict) else None
+            if isinstance(doc, dict) and "parameters" in doc:
+                if not isinstance(params, dict):
+                    raise CoreError("attempt to get members for non-object", Code.INTERNAL)
+                for key, value in params.items():
+                    if not isinstance(value, str):
+                        raise CoreError(
+                            "attempt to access JSON non-string as string", Code.INTERNAL
+                        )
+                    if key == "config":
+                        config = value
+                    elif key.startswith("file:"):
+                        files[key[5:]] = value
+                    else:
+                        raise CoreError(
+                            "unexpected error on creating Triton parameter", Code.INTERNAL
+                        )
+        await repo.load(name, config, files or None)
+        await send_response(send, 200, b"")
+
+    # ------------------------------------------------------------------ shared memory
+
+    async def _system_shm(
+        self, scope: Scope, receive: Receive, send: Send, region: str | None, action: str
+    ) -> None:
+        shm = self.core.shm
+        if action == "status":
+            if region is not None and region in getattr(self.core, "cuda_regions", {}):
+                raise CoreError(
+                    f"The region named '{region}' is registered as CUDA shared memory, "
+                    "not system shared memory",
+                    Code.NOT_FOUND,
+                )
+            await send_response(send, 200, _json.dumps(shm.status(region)))
+            return
+        if action == "unregister":
+            await read_body(receive)
+            shm.unregister(region)
+            await send_response(send, 200, b"")
+            return
+        if region is None:
+            raise CoreError("'region name' is necessary to register system shared memory region")
+        doc = parse_json(await read_body(receive))
+        if not isinstance(doc, dict) or "key" not in doc:
+            raise CoreError("Shared memory register request has no 'key' field")
+        key = doc["key"]
+        if not isinstance(key, str):
+            raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
+        offset = doc.get("offset", 0)
+        if type(offset) is not int or not 0 <= offset < 2**64:
+            raise CoreError(
+                "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
+            )
+        if "byte_size" not in doc:
+            raise CoreError("Shared memory register request has no 'byte_size' field")
+        size = doc["byte_size"]
+        if type(size) is not int or not 0 <= size < 2**64:
+            raise CoreError(
+                "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
+            )
+        shm.register(region, key, offset, size)
+        await send_response(send, 200, b"")
+
+    async def _cuda_shm(
+        self, scope: Scope, receive: Receive, send: Send, region: str | None, action: str
+    ) -> None:
+        if action == "status":
+            if region is None:
+                await send_response(send, 200, b"[]")
+                return
+            if region in self.core.shm.regions:
+                raise CoreError(
+                    f"The region named '{region}' is registered as system shared "
+                    "memory, not CUDA shared memory",
+                    Code.NOT_FOUND,
+                )
+            raise CoreError(f"Unable to find cuda shared memory region: '{region}'", Code.NOT_FOUND)
+        if action == "unregister":
+            await read_body(receive)
+            await send_response(send, 200, b"")
+            return
+        if region is None:
+            raise CoreError("'region name' is necessary to register cuda shared memory region")
+        doc = parse_json(await read_body(receive))
+        if not isinstance(doc, dict) or "raw_handle" not in doc:
+            raise CoreError("Shared memory register request has no 'raw_handle' field")
+        handle = doc["raw_handle"]
+        if not isinstance(handle, dict) or "b64" not in handle:
+            raise CoreError("attempt to access non-existing object member 'b64'", Code.INTERNAL)
+        if not isinstance(handle["b64"], str):
+            raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
+        for key in ("device_id", "byte_size"):
+            if key not in doc:
+                raise CoreError(
+                    f"attempt to access non-existing object member '{key}'", Code.INTERNAL
+                )
+            value = doc[key]
+            if type(value) is not int or not 0 <= value < 2**64:
+                raise CoreError(
+                    "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
+                )
+        try:
+            raw = base64.b64decode(handle["b64"], validate=True)
+        except (binascii.Error, ValueError):
+            raw = b""
+        if len(raw) != 64:
+            raise CoreError("'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t")
+        raise CoreError("failed to register shared memory region: invalid args")
+
+    # ------------------------------------------------------------------ inference
+
+    async def _infer(
+        self, scope: Scope, receive: Receive, send: Send, name: str, version: str
+    ) -> None:
+        repo = self.core.repository
+        try:
+            if version:
+                parse_version(version)
+            model = repo.get(name, version)
+        except CoreError as e:
+            await send_error(send, e, TEXT)
+            return
+        if model.decoupled:
+            await send_error(
+                send,
+                CoreError(
+                    "HTTP end point doesn't support models with decoupled transaction policy",
+                    Code.UNSUPPORTED,
+                ),
+                TEXT,
+            )
+            return
+        headers = scope["headers"]
+        encoding = ihcl_raw = accept = None
+        expected = 0
+        for k, v in headers:
+            if k == b"inference-header-content-length":
+                ihcl_raw = v
+            elif k == b"content-encoding":
+                encoding = v
+            elif k == b"accept-encoding":
+                accept = v
+            elif k == b"content-length" and v.isdigit():
+                expected = min(int(v), 1 << 34)
+        body = await read_body(receive, expected)
+        if encoding is not None and encoding not in (b"", b"identity"):
+            if encoding in (b"gzip", b"deflate"):
+                if not body:
+                    await send_error(send, CoreError("nothing to be decompressed"), TEXT)
+                    return
+                try:
+                    body = inflate(body, _MAX_INFLATE)
+                except CoreError as e:
+                    await send_error(send, e, TEXT)
+                    return
+            else:
+                await send_response(
+                    send, 501, error_body("Unsupported compression type"), TEXT,
+                    headers=[(b"accept-encoding", b"gzip, deflate")], length_first=False,
+                )  # fmt: skip
+                return
+        total = len(body)
+        if ihcl_raw is None:
+            header_len = total
+        else:
+            header_len = _atoi(ihcl_raw)
+            if header_len < 0 or header_len > total:
+                got = ihcl_raw.decode("latin-1")
+                msg = f"inference header size should be in range (0, {total}), got: {got}"
+                await send_error(send, CoreError(msg), TEXT)
+                return
+        parsed = parse_infer_request(body, header_len, model, self.core.shm)
+        request = parsed.request
+        regions = request.regions
+        for region in regions:
+            region.users += 1
+        try:
+            if self.forward is not None:
+                raw_names = scope.get("tritonhttp.raw_header_names")
+                if raw_names is None or len(raw_names) != len(headers):
+                    raw_names = [k for k, _ in headers]
+                for raw_name, (_, v) in zip(raw_names, headers, strict=True):
+                    key = raw_name.decode("latin-1")
+                    if self.forward.search(key):
+                        request.parameters[key] = v.decode("latin-1")
+            model.admit(request)
+            response = await model.infer(request)
+            if response.error is not None:
+                await send_error(send, response.error, TEXT)
+                return
+            try:
+                header, blobs = encode_response(parsed, response, model)
+            except CoreError as e:
+                await send_error(send, e, TEXT)
+                return
+        finally:
+            for region in regions:
+                region.users -= 1
+        out_headers: list[tuple[bytes, bytes]] = [(b"content-type", JSON)]
+        if blobs:
+            out_headers[0] = (b"content-type", b"application/octet-stream")
+            out_headers.append((b"inference-header-content-length", str(len(header)).encode()))
+        coding = pick_encoding(accept)
+        if coding is not None:
+            payload = compress(header + b"".join(blobs), coding)
+            out_headers.append((b"content-encoding", coding.encode()))
+            header, blobs = payload, []
+        total = len(header) + sum(len(b) if isinstance(b, bytes) else b.nbytes for b in blobs)
+        out_headers.append((b"content-length", str(total).encode()))
+        await send({"type": "http.response.start", "status": 200, "headers": out_headers})
+        if not blobs:
+            await send({"type": "http.response.body", "body": header})
+            return
+        await send({"type": "http.response.body", "body": header, "more_body": True})
+        last = len(blobs) - 1
+        for i, blob in enumerate(blobs):
+            await send({"type": "http.response.body", "body": blob, "more_body": i != last})
+
+    async def _generate(
+        self, scope: Scope, receive: Receive, send: Send, name: str, version: str, action: str
+    ) -> None:
+        await handle_generate(
+            self.core, scope, receive, send, name, version, action == "generate_stream"
+        )

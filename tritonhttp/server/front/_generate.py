@@ -1,0 +1,162 @@
+"""The generate extension: ``/generate`` (one JSON object) and ``/generate_stream`` (SSE)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _json
+from ..core._core import ServerCore
+from ..core._errors import Code, CoreError
+from ..core._repository import parse_version
+from ..core._types import InferRequest, InputTensor, OutputTensor
+from ._http import Receive, Scope, Send, error_body, parse_json, read_body, send_error
+from ._infer import _json_data
+
+__all__ = ["handle_generate"]
+
+
+def _derive_shape(dims: list[int], n: int, name: str) -> list[int]:
+    shape = list(dims)
+    rem = n
+    for d in reversed(dims):
+        if d != -1:
+            if d == 0 or rem % d:
+                raise CoreError(
+                    f"The schema can not convert input '{name}' to tensor with proper shape"
+                )
+            rem //= d
+    variable = [i for i, d in enumerate(dims) if d == -1]
+    for i in variable:
+        shape[i] = 1
+    if variable:
+        shape[variable[-1]] = rem
+        rem = 1
+    if rem != 1:
+        raise CoreError(f"The schema can not convert input '{name}' to tensor with proper shape")
+    return shape
+
+
+def _scalar_or_list(out: OutputTensor) -> str:
+    arr = out.array.reshape(-1)
+    if out.datatype == "BYTES":
+        items = [_json.escape_bytes(x).decode("utf-8", "surrogateescape") for x in arr.tolist()]
+    elif out.datatype in ("FP32", "FP64"):
+        items = [_json.format_double(float(x)) for x in arr.tolist()]
+    elif out.datatype == "BOOL":
+        items = ["true" if x else "false" for x in arr.tolist()]
+    else:
+        items = [str(x) for x in arr.tolist()]
+    return items[0] if len(items) == 1 else "[" + ",".join(items) + "]"
+
+
+async def handle_generate(
+    core: ServerCore,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    name: str,
+    version: str,
+    stream: bool,
+) -> None:
+    try:
+        if version:
+            parse_version(version)
+        model = core.repository.get(name, version)
+        for k, v in scope["headers"]:
+            if k == b"content-encoding" and v not in (b"", b"identity"):
+                raise CoreError("Unsupported content-encoding, only 'identity' is supported.")
+        doc = parse_json(await read_body(receive))
+        req = InferRequest(id="", inputs={})
+        assert model.config is not None
+        batch = [-1] if model.config.max_batch_size > 0 else []
+        dims = {i.name: batch + list(i.dims) for i in model.config.input}
+        from ..core._config import wire_datatype
+
+        wires = {i.name: wire_datatype(i.data_type) for i in model.config.input}
+        if not isinstance(doc, dict):
+            raise CoreError(
+                "Expected JSON object for request body: attempt to access JSON "
+                "non-object as object",
+                Code.INTERNAL,
+            )
+
+        def put(key: str, value: Any, prefix: str) -> None:
+            if key in dims:
+                if key in req.inputs:
+                    raise CoreError(
+                        f"{prefix}[request id: <id_unknown>] input '{key}' already "
+                        "exists in request"
+                    )
+                values = value if isinstance(value, list) else [value]
+                shape = _derive_shape(dims[key], len(values), key)
+                wire = wires[key]
+                if wire in ("FP16", "BF16"):
+                    raise CoreError(
+                        f"{prefix}receiving {wire} data via JSON is not supported. "
+                        f"Please use the binary data format for input {key}"
+                    )
+                arr = _json_data(values, wire, key, len(values))
+                req.inputs[key] = InputTensor(key, wire, shape, array=arr.reshape(shape))
+                return
+            if isinstance(value, (bool, str, float)):
+                req.parameters[key] = value
+            elif type(value) is int:
+                req.parameters[key] = value if -(2**63) <= value < 2**63 else float(value)
+            else:
+                raise CoreError(
+                    f"{prefix}parameter '{key}' has invalid type. It should be either "
+                    "'int', 'bool', or 'string'."
+                )
+            if key == "id" and isinstance(value, str):
+                req.id = value
+
+        for key, value in doc.items():
+            if key == "parameters":
+                if "parameters" in dims:
+                    raise CoreError(
+                        "Keyword 'parameters' for nested schema also given as input tensor name"
+                    )
+                if not isinstance(value, dict):
+                    raise CoreError(
+                        "Expected JSON object for keyword: 'parameters': attempt to "
+                        "access JSON non-object as object",
+                        Code.INTERNAL,
+                    )
+                for k2, v2 in value.items():
+                    put(k2, v2, "Converting keyword: 'parameters': ")
+            else:
+                put(key, value, "")
+        model.admit(req)
+    except CoreError as e:
+        await send_error(send, e)
+        return
+    response = await model.infer(req)
+    content_type = b"text/event-stream; charset=utf-8" if stream else b"application/json"
+    headers = [(b"content-type", content_type), (b"transfer-encoding", b"chunked")]
+    status = 400 if response.error else 200
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    if response.error is not None:
+        body = error_body(response.error.message)
+    else:
+        fields: dict[str, str] = {}
+        for out in response.outputs:
+            if out.datatype in ("FP16", "BF16"):
+                fields = {}
+                body = error_body(f"sending {out.datatype} data via JSON is not supported")
+                break
+            fields[out.name] = _scalar_or_list(out)
+        else:
+            for k, v in (response.parameters or {}).items():
+                fields[k] = _json.dumps(v).decode()
+            if req.id:
+                fields["id"] = _json.escape_str(req.id)
+            fields["model_name"] = _json.escape_str(model.name)
+            fields["model_version"] = f'"{model.version}"'
+            ordered = sorted(fields.items(), key=lambda kv: kv[0].encode())
+            body = ("{" + ",".join(f"{_json.escape_str(k)}:{v}" for k, v in ordered) + "}").encode(
+                "utf-8", "surrogateescape"
+            )
+    if stream:
+        body = b"data: " + body + b"\n\n"
+    await send({"type": "http.response.body", "body": body, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})

@@ -1,0 +1,158 @@
+"""ASGI plumbing: reading bodies, JSON parsing with RapidJSON's errors, sending responses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import rapidjson
+
+from ..core._errors import Code, CoreError
+
+__all__ = [
+    "JSON",
+    "TEXT",
+    "Receive",
+    "Scope",
+    "Send",
+    "parse_json",
+    "read_body",
+    "send_error",
+    "send_response",
+]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+JSON = b"application/json"
+TEXT = b"text/plain"
+
+_NM = rapidjson.NM_NONE
+
+
+#: bodies larger than this are refused (memory stays bounded whatever a client sends)
+MAX_BODY = 1 << 32
+#: a Content-Length up to this is allocated at once; larger bodies grow as they arrive
+_PREALLOCATE = 1 << 30
+
+
+def _too_large() -> CoreError:
+    return CoreError(f"request body is larger than the server's limit of {MAX_BODY} bytes")
+
+
+async def read_body(receive: Receive, expected: int = 0) -> bytearray:
+    """The whole request body as a writable buffer (inputs become writable numpy views).
+
+    ``expected`` (the Content-Length) lets a large body be assembled in one allocation.
+    """
+    message = await receive()
+    body = message.get("body", b"")
+    if not message.get("more_body", False):
+        return bytearray(body)
+    if expected > MAX_BODY:
+        raise _too_large()
+    if _PREALLOCATE >= expected > len(body):
+        buf = bytearray(expected)
+        view = memoryview(buf)
+        filled = len(body)
+        view[:filled] = body
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ConnectionError("client disconnected")
+            chunk = message.get("body", b"")
+            end = filled + len(chunk)
+            if end > expected:  # longer than announced: fall back to growing
+                del view
+                del buf[filled:]
+                buf += chunk
+                break
+            view[filled:end] = chunk
+            filled = end
+            if not message.get("more_body", False):
+                del view
+                del buf[filled:]
+                return buf
+    else:
+        buf = bytearray(body)
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ConnectionError("client disconnected")
+        buf += message.get("body", b"")
+        if len(buf) > MAX_BODY:
+            raise _too_large()
+        if not message.get("more_body", False):
+            return buf
+
+
+def parse_json(data: bytes | bytearray | memoryview) -> Any:
+    """Parse like Triton's RapidJSON: errors as 500 ``failed to parse the request JSON buffer``."""
+    raw = bytes(data)
+    nul = raw.find(b"\0")
+    if nul >= 0:  # RapidJSON reads a NUL-terminated string
+        raw = raw[:nul]
+    try:
+        return rapidjson.loads(raw, number_mode=_NM)
+    except rapidjson.JSONDecodeError as e:
+        text = str(e)
+        # "Parse error at offset N: message"
+        head, _, message = text.partition(": ")
+        offset = head.rsplit(" ", 1)[-1]
+        raise CoreError(
+            f"failed to parse the request JSON buffer: {message} at {offset}", Code.INTERNAL
+        ) from None
+    except UnicodeDecodeError:
+        # RapidJSON copies invalid UTF-8 through; keep those bytes as surrogates.
+        try:
+            return json.loads(raw.decode("utf-8", "surrogateescape"))
+        except json.JSONDecodeError as e:
+            raise CoreError(
+                f"failed to parse the request JSON buffer: {e.msg}. at {e.pos}", Code.INTERNAL
+            ) from None
+
+
+def error_body(message: str) -> bytes:
+    from .. import _json
+
+    return b'{"error":' + _json.escape_str(message).encode("utf-8", "surrogateescape") + b"}"
+
+
+async def send_response(
+    send: Send,
+    status: int,
+    body: bytes | bytearray | memoryview = b"",
+    content_type: bytes | None = JSON,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    length_first: bool = False,
+) -> None:
+    """One complete response; ``length_first`` mimics Triton's text/plain header order."""
+    out: list[tuple[bytes, bytes]] = []
+    length = (b"content-length", str(len(body)).encode())
+    if length_first:
+        out.append(length)
+    if content_type is not None:
+        out.append((b"content-type", content_type))
+    if headers:
+        out.extend(headers)
+    if not length_first:
+        out.append(length)
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send(
+        {"type": "http.response.body", "body": bytes(body) if not isinstance(body, bytes) else body}
+    )
+
+
+async def send_error(
+    send: Send, error: CoreError, content_type: bytes = JSON, status: int | None = None
+) -> None:
+    """``{"error": message}`` with the status of the error's code."""
+    await send_response(
+        send,
+        status if status is not None else error.http_status,
+        error_body(error.message),
+        content_type,
+        length_first=content_type == TEXT,
+    )
