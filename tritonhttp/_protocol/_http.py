@@ -126,6 +126,7 @@ class ResponseReader:
         "_length",
         "_parser",
         "_pending",
+        "_pending_size",
         "_started",
         "complete",
         "head_complete",
@@ -141,6 +142,7 @@ class ResponseReader:
         self._filled = 0
         self._chunks: list[bytes] | None = None
         self._pending: list[bytes] | None = [] if stream else None
+        self._pending_size = 0
         self._started = False
         self._keep_alive = False
         self.complete = False
@@ -187,6 +189,7 @@ class ResponseReader:
             self._filled = end
         elif self._pending is not None:
             self._pending.append(data)
+            self._pending_size += len(data)
         elif self._chunks is not None:
             self._chunks.append(data)
 
@@ -252,12 +255,13 @@ class ResponseReader:
             return b""
         data = pending[0] if len(pending) == 1 else b"".join(pending)
         pending.clear()
+        self._pending_size = 0
         return data
 
     @property
-    def has_body(self) -> bool:
-        """Stream mode: whether :meth:`take_body` has bytes to hand out."""
-        return bool(self._pending)
+    def pending_size(self) -> int:
+        """Stream mode: how many bytes :meth:`take_body` would hand out."""
+        return self._pending_size
 
     @property
     def keep_alive(self) -> bool:

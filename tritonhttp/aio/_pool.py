@@ -43,6 +43,7 @@ __all__ = ["ConnectionPool", "PoolStream"]
 _SCRATCH = 65536
 _JOIN_LIMIT = 65536  # bodies up to this size are written with the head in one piece
 _WRITELINES_SENDS = sys.version_info >= (3, 12)  # writelines uses sendmsg (no join)
+_HIGH_WATER = 1 << 20  # stream: stop reading while this much is waiting for the consumer
 _EARLY = 0.001  # a timer may fire this much before its time
 
 
@@ -119,8 +120,12 @@ class _Connection(asyncio.BufferedProtocol):
             waiter = self.waiter
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
-            elif reader.has_body and not self._paused and self.transport is not None:
-                self._paused = True  # the consumer is behind: stop reading for now
+            elif (
+                reader.pending_size > _HIGH_WATER
+                and not self._paused
+                and self.transport is not None
+            ):
+                self._paused = True  # the consumer is far behind: stop reading for now
                 self.transport.pause_reading()
 
     def eof_received(self) -> bool:
