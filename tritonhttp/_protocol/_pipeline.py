@@ -56,13 +56,30 @@ class Prepared:
 class RequestContext:
     """Per-client settings of the pipeline: where requests go and how they are written."""
 
-    __slots__ = ("_fast", "_fixed_tail", "base_path", "host", "user_agent", "verbose")
+    __slots__ = (
+        "_fast",
+        "_fixed_tail",
+        "base_path",
+        "host",
+        "printed_origin",
+        "user_agent",
+        "verbose",
+    )
 
     def __init__(
-        self, base_path: str, host: str, user_agent: str, verbose: bool, fields: bool = False
+        self,
+        base_path: str,
+        host: str,
+        user_agent: str,
+        verbose: bool,
+        fields: bool = False,
+        printed_origin: str = "",
     ) -> None:
         """``fields``: always fill :attr:`Prepared.fields` (for transports that take
-        header lines rather than the request head)."""
+        header lines rather than the request head); ``printed_origin``: what verbose
+        output prints before the request target (the asyncio client prints full URLs).
+        """
+        self.printed_origin = printed_origin
         self.base_path = base_path
         self.host = host
         self.user_agent = user_agent
@@ -109,11 +126,12 @@ class RequestContext:
             raise_error(_TRANSFER_ENCODING_MESSAGE)
         target = request_target(self.base_path, call.path, query_params)
         if self.verbose:
+            shown = self.printed_origin + target
             if method == "GET":
-                print(f"GET {target}, headers {effective}")
+                print(f"GET {shown}, headers {effective}")
             else:
                 body = b"".join(call.body) if call.kind == RESULT else call.printable
-                print(f"POST {target}, headers {effective}\n{body}")
+                print(f"POST {shown}, headers {effective}\n{body}")
         fields = header_fields(
             self.user_agent, effective, self.host, size if method == "POST" else None
         )

@@ -134,14 +134,15 @@ class InferenceServerClient(InferenceServerClientBase):
             if ssl:
                 context = ssl_context if ssl_context is not None else _ssl.create_default_context()
             self._transport = ConnectionPool(address, conn_limit or None, context)
+        self._origin = f"{address.scheme}://{address.host_header}"
         self._context = RequestContext(
             address.base_path,
             address.host_header,
             _USER_AGENT,
             verbose,
             fields=http_client is not None,
+            printed_origin=self._origin,
         )
-        self._origin = f"{address.scheme}://{address.host_header}"
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------
