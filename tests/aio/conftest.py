@@ -29,12 +29,11 @@ import httpx
 import pytest
 import tritonclient.http as ref_http
 import tritonclient.http.aio as ref_aio
+from client.conftest import Outcome
 
 import tritonhttp
 import tritonhttp.aio as aio
 from tritonhttp.testing import _real_triton as rt
-
-from client.conftest import Outcome
 
 T = TypeVar("T")
 TESTS = Path(__file__).resolve().parent.parent

@@ -35,14 +35,18 @@ _DEADLINE_TEXT = "failed to talk to {}: timed out (request deadline)"
 
 
 def _os_cause(exc: BaseException) -> OSError | None:
-    seen = 0
+    """The most telling ``OSError`` behind an httpx error (one with an errno, if any)."""
+    found: OSError | None = None
     cause: BaseException | None = exc
-    while cause is not None and seen < 8:
+    for _ in range(10):
+        if cause is None:
+            break
         if isinstance(cause, OSError):
-            return cause
+            if cause.errno is not None or isinstance(cause, TimeoutError):
+                return cause
+            found = found or cause
         cause = cause.__cause__ or cause.__context__
-        seen += 1
-    return None
+    return found
 
 
 class HttpxTransport:
@@ -126,7 +130,7 @@ class HttpxTransport:
         response = await self._send(prepared, limits)
         body = bytearray()
         try:
-            async for chunk in response.aiter_raw():
+            async for chunk in _raw_chunks(response):
                 body += chunk
         except self._httpx.TransportError as e:
             raise self._error(e) from e
@@ -156,7 +160,7 @@ class HttpxStream:
     def __init__(self, transport: HttpxTransport, response: Any) -> None:
         self._transport = transport
         self._response = response
-        self._chunks: AsyncIterator[bytes] = response.aiter_raw()
+        self._chunks: AsyncIterator[bytes] = _raw_chunks(response)
         self._done = False
         self.head = HttpxTransport._head(response)
 
@@ -189,6 +193,15 @@ class HttpxStream:
         self._done = True
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().create_task(self._response.aclose())
+
+
+async def _raw_chunks(response: Any) -> AsyncIterator[bytes]:
+    """The body as received (a response built in memory, e.g. by a mock, is already read)."""
+    if response.is_stream_consumed:
+        yield response.content
+        return
+    async for chunk in response.aiter_raw():
+        yield chunk
 
 
 async def _within(work: Awaitable[_T], total: float | None, url: str) -> _T:
