@@ -213,41 +213,41 @@ def test_connect_timeout() -> None:
 
 def test_read_timeout_never_leaves_a_broken_connection_in_the_pool() -> None:
     async def go() -> None:
-        async with serving(slow(0.6)) as server:
-            async with aio.InferenceServerClient(server.url, read_timeout=0.2) as client:
-                start = time.monotonic()
-                with pytest.raises(_errors.ReadTimeout) as info:
-                    await client.get_model_metadata("slow")
-                assert time.monotonic() - start < 0.5
-                assert isinstance(info.value, asyncio.TimeoutError)
-                assert server.url in str(info.value)
-                assert client._transport.open_connections == 0
-                await server.wait_all_closed()
-                # the late answer of the first request cannot be mistaken for this one's
-                assert await client.get_server_metadata() == {"name": "ok"}
-                assert server.connections == 2
-                assert await client.is_model_ready("slow") is False  # a probe: False
+        async with (
+            serving(slow(0.6)) as server,
+            aio.InferenceServerClient(server.url, read_timeout=0.2) as client,
+        ):
+            start = time.monotonic()
+            with pytest.raises(_errors.ReadTimeout) as info:
+                await client.get_model_metadata("slow")
+            assert time.monotonic() - start < 0.5
+            assert isinstance(info.value, asyncio.TimeoutError)
+            assert server.url in str(info.value)
+            assert client._transport.open_connections == 0
+            await server.wait_all_closed()
+            # the late answer of the first request cannot be mistaken for this one's
+            assert await client.get_server_metadata() == {"name": "ok"}
+            assert server.connections == 2
+            assert await client.is_model_ready("slow") is False  # a probe: False
 
     run(go())
 
 
 def test_total_deadline_and_per_call_overrides() -> None:
     async def go() -> None:
-        async with serving(slow(0.4)) as server:
-            async with aio.InferenceServerClient(server.url, conn_timeout=0.15) as client:
-                with pytest.raises(_errors.ReadTimeout):
-                    await client.get_model_metadata("slow")
-                assert await client.get_model_metadata("slow", client_timeout=None) == {
-                    "name": "ok"
-                }
-                assert await client.get_model_metadata("slow", client_timeout=2) == {"name": "ok"}
-                with pytest.raises(_errors.ReadTimeout):
-                    await client.get_model_metadata(
-                        "slow", client_timeout=aio.Timeouts(None, read=0.1)
-                    )
-                assert await client.get_model_metadata(
-                    "slow", client_timeout=aio.Timeouts(None)
-                ) == {"name": "ok"}
+        async with (
+            serving(slow(0.4)) as server,
+            aio.InferenceServerClient(server.url, conn_timeout=0.15) as client,
+        ):
+            with pytest.raises(_errors.ReadTimeout):
+                await client.get_model_metadata("slow")
+            assert await client.get_model_metadata("slow", client_timeout=None) == {"name": "ok"}
+            assert await client.get_model_metadata("slow", client_timeout=2) == {"name": "ok"}
+            with pytest.raises(_errors.ReadTimeout):
+                await client.get_model_metadata("slow", client_timeout=aio.Timeouts(None, read=0.1))
+            assert await client.get_model_metadata("slow", client_timeout=aio.Timeouts(None)) == {
+                "name": "ok"
+            }
             # tritonclient: conn_timeout is a total deadline; asyncio.TimeoutError
             async with ref_aio.InferenceServerClient(server.url, conn_timeout=0.15) as ref:
                 with pytest.raises(asyncio.TimeoutError):
@@ -260,18 +260,18 @@ def test_total_deadline_and_per_call_overrides() -> None:
 
 def test_pool_limit_and_pool_timeout() -> None:
     async def go() -> None:
-        async with serving(slow(0.4)) as server:
-            async with aio.InferenceServerClient(
-                server.url, conn_limit=1, pool_timeout=0.1
-            ) as client:
-                busy = asyncio.ensure_future(client.get_model_metadata("slow"))
-                await asyncio.sleep(0.05)
-                with pytest.raises(_errors.PoolTimeout) as info:
-                    await client.get_server_metadata()
-                assert isinstance(info.value, TimeoutError)
-                assert await busy == {"name": "ok"}
-                assert await client.get_server_metadata() == {"name": "ok"}
-                assert server.connections == 1
+        async with (
+            serving(slow(0.4)) as server,
+            aio.InferenceServerClient(server.url, conn_limit=1, pool_timeout=0.1) as client,
+        ):
+            busy = asyncio.ensure_future(client.get_model_metadata("slow"))
+            await asyncio.sleep(0.05)
+            with pytest.raises(_errors.PoolTimeout) as info:
+                await client.get_server_metadata()
+            assert isinstance(info.value, TimeoutError)
+            assert await busy == {"name": "ok"}
+            assert await client.get_server_metadata() == {"name": "ok"}
+            assert server.connections == 1
             async with aio.InferenceServerClient(server.url, conn_limit=3) as client:
                 await asyncio.gather(*(client.get_model_metadata("slow") for _ in range(9)))
                 assert client._transport.open_connections == 3
@@ -284,27 +284,29 @@ def test_pool_limit_and_pool_timeout() -> None:
 
 def test_cancellation_leaves_no_open_connection() -> None:
     async def go() -> None:
-        async with serving(slow(5)) as server:
-            async with aio.InferenceServerClient(server.url) as client:
-                task = asyncio.ensure_future(client.get_model_metadata("slow"))
-                await asyncio.sleep(0.1)
-                task.cancel()
-                with pytest.raises(asyncio.CancelledError):
-                    await task
-                assert client._transport.open_connections == 0
-                await server.wait_all_closed()
-                # cancelled while waiting for a free connection: the slot is not lost
-                limited = aio.InferenceServerClient(server.url, conn_limit=1)
-                first = asyncio.ensure_future(limited.get_model_metadata("slow"))
-                await asyncio.sleep(0.05)
-                second = asyncio.ensure_future(limited.get_server_metadata())
-                await asyncio.sleep(0.05)
-                second.cancel()
-                first.cancel()
-                await asyncio.gather(first, second, return_exceptions=True)
-                assert await limited.get_server_metadata() == {"name": "ok"}
-                await limited.close()
-                assert limited._transport.open_connections == 0
+        async with (
+            serving(slow(5)) as server,
+            aio.InferenceServerClient(server.url) as client,
+        ):
+            task = asyncio.ensure_future(client.get_model_metadata("slow"))
+            await asyncio.sleep(0.1)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert client._transport.open_connections == 0
+            await server.wait_all_closed()
+            # cancelled while waiting for a free connection: the slot is not lost
+            limited = aio.InferenceServerClient(server.url, conn_limit=1)
+            first = asyncio.ensure_future(limited.get_model_metadata("slow"))
+            await asyncio.sleep(0.05)
+            second = asyncio.ensure_future(limited.get_server_metadata())
+            await asyncio.sleep(0.05)
+            second.cancel()
+            first.cancel()
+            await asyncio.gather(first, second, return_exceptions=True)
+            assert await limited.get_server_metadata() == {"name": "ok"}
+            await limited.close()
+            assert limited._transport.open_connections == 0
 
     run(go())
 
@@ -356,13 +358,15 @@ def test_an_unclosed_client_warns() -> None:
 
 def test_connections_are_kept_alive_and_bounded() -> None:
     async def go() -> None:
-        async with serving(answer_ok) as server:
-            async with aio.InferenceServerClient(server.url, conn_limit=4) as client:
-                for _ in range(10):
-                    await client.get_server_metadata()
-                assert server.connections == 1
-                await asyncio.gather(*(client.get_server_metadata() for _ in range(64)))
-                assert 1 <= server.connections <= 4
+        async with (
+            serving(answer_ok) as server,
+            aio.InferenceServerClient(server.url, conn_limit=4) as client,
+        ):
+            for _ in range(10):
+                await client.get_server_metadata()
+            assert server.connections == 1
+            await asyncio.gather(*(client.get_server_metadata() for _ in range(64)))
+            assert 1 <= server.connections <= 4
 
     run(go())
 
@@ -373,14 +377,16 @@ def test_idle_connection_closed_by_the_server_is_replaced() -> None:
         return False
 
     async def go() -> None:
-        async with serving(one_per_connection) as server:
-            async with aio.InferenceServerClient(server.url) as client:
-                for _ in range(3):
-                    assert await client.get_server_metadata() == {"name": "ok"}
-                    await asyncio.sleep(0.05)
-                    result = await client.infer("m", int_inputs())
-                    assert result.as_numpy("O").tolist() == [7]
-                    await asyncio.sleep(0.05)
+        async with (
+            serving(one_per_connection) as server,
+            aio.InferenceServerClient(server.url) as client,
+        ):
+            for _ in range(3):
+                assert await client.get_server_metadata() == {"name": "ok"}
+                await asyncio.sleep(0.05)
+                result = await client.infer("m", int_inputs())
+                assert result.as_numpy("O").tolist() == [7]
+                await asyncio.sleep(0.05)
             assert len(server.requests) == 6  # each reached the server exactly once
 
     run(go())
@@ -396,16 +402,18 @@ async def drop_second_request(writer: asyncio.StreamWriter, index: int, request:
 
 def test_safe_requests_are_retried_once_posts_are_not() -> None:
     async def go() -> None:
-        async with serving(drop_second_request) as server:
-            async with aio.InferenceServerClient(server.url) as client:
-                assert await client.get_server_metadata() == {"name": "ok"}
-                assert await client.get_server_metadata() == {"name": "ok"}  # retried
-                assert len(server.requests) == 3
-                with pytest.raises(ConnectionResetError) as info:
-                    await client.get_model_repository_index()  # a POST: not sent again
-                assert isinstance(info.value, _errors.TransportError)
-                assert server.url in str(info.value)
-                assert len(server.requests) == 4
+        async with (
+            serving(drop_second_request) as server,
+            aio.InferenceServerClient(server.url) as client,
+        ):
+            assert await client.get_server_metadata() == {"name": "ok"}
+            assert await client.get_server_metadata() == {"name": "ok"}  # retried
+            assert len(server.requests) == 3
+            with pytest.raises(ConnectionResetError) as info:
+                await client.get_model_repository_index()  # a POST: not sent again
+            assert isinstance(info.value, _errors.TransportError)
+            assert server.url in str(info.value)
+            assert len(server.requests) == 4
 
     run(go())
 
@@ -528,11 +536,13 @@ def test_the_request_bytes_are_the_sync_clients() -> None:
         return True
 
     async def go() -> tuple[list[bytes], list[bytes]]:
-        async with serving(any_answer) as server:
-            async with aio.InferenceServerClient(server.url) as client:
-                for call in _calls(client):
-                    with contextlib.suppress(Exception):
-                        await call()
+        async with (
+            serving(any_answer) as server,
+            aio.InferenceServerClient(server.url) as client,
+        ):
+            for call in _calls(client):
+                with contextlib.suppress(Exception):
+                    await call()
             ours = list(server.requests)
             server.requests.clear()
             sync = tritonhttp.InferenceServerClient(server.url)
@@ -610,18 +620,17 @@ def test_httpx_transport_errors_are_typed() -> None:
 
 def test_httpx_over_real_sockets_with_deadline() -> None:
     async def go() -> None:
-        async with serving(slow(0.4)) as server, httpx.AsyncClient() as http:
-            async with aio.InferenceServerClient(
-                server.url, http_client=http, conn_timeout=0.15
-            ) as client:
-                assert await client.get_server_metadata() == {"name": "ok"}
-                with pytest.raises(_errors.ReadTimeout, match="deadline"):
-                    await client.get_model_metadata("slow")
-                with pytest.raises(_errors.ReadTimeout):
-                    await client.get_model_metadata("slow", client_timeout=aio.Timeouts(read=0.1))
-                assert await client.get_model_metadata("slow", client_timeout=None) == {
-                    "name": "ok"
-                }
+        async with (
+            serving(slow(0.4)) as server,
+            httpx.AsyncClient() as http,
+            aio.InferenceServerClient(server.url, http_client=http, conn_timeout=0.15) as client,
+        ):
+            assert await client.get_server_metadata() == {"name": "ok"}
+            with pytest.raises(_errors.ReadTimeout, match="deadline"):
+                await client.get_model_metadata("slow")
+            with pytest.raises(_errors.ReadTimeout):
+                await client.get_model_metadata("slow", client_timeout=aio.Timeouts(read=0.1))
+            assert await client.get_model_metadata("slow", client_timeout=None) == {"name": "ok"}
         async with httpx.AsyncClient() as http:
             client = aio.InferenceServerClient(f"127.0.0.1:{closed_port()}", http_client=http)
             with pytest.raises(ConnectionRefusedError):
