@@ -8,6 +8,8 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from tritonhttp import _errors as errors
+
 #: ``handler(writer, index_on_connection, request) -> keep the connection open?``
 Handler = Callable[[asyncio.StreamWriter, int, bytes], Awaitable[bool]]
 
@@ -25,6 +27,60 @@ def chunk(data: bytes) -> bytes:
 def event(obj: bytes) -> bytes:
     """One SSE event as one HTTP chunk."""
     return chunk(b"data: " + obj + b"\n\n")
+
+
+#: Streams that end or frame events in unusual ways, for the sync and asyncio clients:
+#: (what the server writes, the events the client yields, the error raised, its text).
+STREAM_CASES = [
+    # the server goes away after one event (chunked body cut short)
+    ((SSE_HEAD, event(b'{"n":1}')), [{"n": 1}], ConnectionResetError, "middle of a response"),
+    # a body delimited by closing the connection, cut inside an event
+    (
+        (
+            b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n",
+            b'data: {"n":1}\n\ndata: {"n',
+        ),
+        [{"n": 1}],
+        errors.ProtocolError,
+        "middle of an event",
+    ),
+    # ... and one that ends cleanly
+    (
+        (b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n", b'data: {"n":1}\n\n'),
+        [{"n": 1}],
+        None,
+        None,
+    ),
+    # an event that is not JSON
+    ((SSE_HEAD, event(b"not json"), b"0\r\n\r\n"), [], errors.ProtocolError, "not JSON"),
+    # SSE framing: CRLF, comments, other fields, data over several lines, odd splits
+    (
+        (
+            SSE_HEAD,
+            chunk(b': comment\r\nevent: x\r\nid: 7\r\ndata: {"a":\r\ndata: 1}\r'),
+            chunk(b'\n\r\ndata:{"b":2}\n\n'),
+            chunk(b'data: {"c"'),
+            chunk(b":3}\n"),
+            chunk(b"\n"),
+            b"0\r\n\r\n",
+        ),
+        [{"a": 1}, {"b": 2}, {"c": 3}],
+        None,
+        None,
+    ),
+    # the error event of a first response that failed (Triton: 400 + one event)
+    (
+        (
+            b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n",
+            event(b'{"error":"bad"}'),
+            b"0\r\n\r\n",
+        ),
+        [],
+        errors.BadRequestError,
+        "[400] bad",
+    ),
+]
 
 
 async def read_request(reader: asyncio.StreamReader) -> bytes | None:

@@ -27,7 +27,16 @@ import tritonhttp
 import tritonhttp.aio as aio
 from tritonhttp import _errors
 
-from ._servers import OK_JSON, answer_ok, run, serving, slow
+from ._servers import (
+    OK_JSON,
+    SSE_HEAD,
+    STREAM_CASES,
+    answer_ok,
+    event,
+    run,
+    serving,
+    slow,
+)
 
 
 def closed_port() -> int:
@@ -674,3 +683,93 @@ async def _tls_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
         await writer.drain()
         await reader.read()  # until the client closes
     writer.close()
+
+
+# -- streams that go wrong ------------------------------------------------------------------
+
+
+def _stream_server(*pieces: bytes, close: bool = True) -> Any:
+    async def handler(writer: asyncio.StreamWriter, index: int, request: bytes) -> bool:
+        for piece in pieces:
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.01)
+        return not close
+
+    return handler
+
+
+async def _collect(client: aio.InferenceServerClient) -> tuple[list[Any], BaseException | None]:
+    seen: list[Any] = []
+    try:
+        async for event in client.generate_stream("m", {"text_input": "x"}):
+            seen.append(event)
+    except tritonhttp.InferenceServerException as e:
+        return seen, e
+    return seen, None
+
+
+@pytest.mark.parametrize(("pieces", "events", "error", "text"), STREAM_CASES)
+def test_streams_that_go_wrong_raise_clearly(
+    pieces: tuple[bytes, ...], events: list[Any], error: type[Exception] | None, text: str | None
+) -> None:
+    async def go() -> None:
+        async with serving(_stream_server(*pieces)) as server:
+            async with aio.InferenceServerClient(server.url, read_timeout=5) as client:
+                seen, raised = await asyncio.wait_for(_collect(client), 10)
+                assert seen == events
+                if error is None:
+                    assert raised is None
+                else:
+                    assert isinstance(raised, error), raised
+                    assert text is not None and text in str(raised)
+                    if isinstance(raised, _errors.TransportError):  # else: a complete answer
+                        assert client._transport.open_connections == 0
+            async with httpx.AsyncClient() as http:  # the same through httpx
+                client = aio.InferenceServerClient(server.url, http_client=http)
+                seen, raised = await asyncio.wait_for(_collect(client), 10)
+                assert seen == events
+                assert (raised is None) == (error is None), raised
+                await client.close()
+
+    run(go())
+
+
+def test_a_stalled_stream_times_out() -> None:
+    async def stall(writer: asyncio.StreamWriter, index: int, request: bytes) -> bool:
+        writer.write(SSE_HEAD + event(b'{"n":1}'))
+        await asyncio.sleep(3)
+        return False
+
+    async def go() -> None:
+        async with serving(stall) as server:
+            async with aio.InferenceServerClient(server.url, read_timeout=0.2) as client:
+                start = time.monotonic()
+                seen, raised = await _collect(client)
+                assert seen == [{"n": 1}] and isinstance(raised, _errors.ReadTimeout)
+                assert time.monotonic() - start < 2
+                assert client._transport.open_connections == 0
+            await server.wait_all_closed()
+
+    run(go())
+
+
+def test_a_consumer_slower_than_the_stream_loses_nothing() -> None:
+    """Many events while the reader is busy: reading pauses and resumes, none is lost."""
+    n = 3000
+    body = b"".join(event(b'{"i":%d,"pad":"%s"}' % (i, b"x" * 600)) for i in range(n))
+
+    async def flood(writer: asyncio.StreamWriter, index: int, request: bytes) -> bool:
+        writer.write(SSE_HEAD + body + b"0\r\n\r\n")
+        return True
+
+    async def go() -> None:
+        async with serving(flood) as server, aio.InferenceServerClient(server.url) as client:
+            stream = client.generate_stream("m", {"a": 1})
+            first = await stream.__anext__()
+            await asyncio.sleep(0.3)  # everything arrives meanwhile (about 2 MB)
+            rest = [e["i"] async for e in stream]
+            assert [first["i"], *rest] == list(range(n))
+            assert client._transport.open_connections == 1  # complete: kept for reuse
+
+    run(go())

@@ -122,7 +122,7 @@ class EventStreamDecoder:
 
     Lines end with CRLF, LF or CR (split anywhere across feeds); ``data:`` lines are
     joined with ``\\n``; comments and the ``event``/``id``/``retry`` fields are ignored;
-    a blank line ends an event (an event without data is skipped).
+    a blank line ends an event (an event without data, or with empty data, is skipped).
     """
 
     __slots__ = ("_data", "_partial", "_skip_lf")
@@ -155,8 +155,10 @@ class EventStreamDecoder:
             line = raw.rstrip(b"\r\n")
             if not line:
                 if self._data:
-                    events.append(b"\n".join(self._data))
+                    joined = b"\n".join(self._data)
                     self._data = []
+                    if joined:  # an event whose data is empty is not dispatched
+                        events.append(joined)
                 continue
             name, _, value = line.partition(b":")
             if name == b"data":  # "data" alone is an empty data line
