@@ -134,8 +134,7 @@ def test_decoder_handles_any_split_and_line_ending(
     events: list[dict[str, Any]], newline: bytes, data: st.DataObject
 ) -> None:
     stream = b"".join(
-        b": note" + newline + b"data: " + json.dumps(e).encode() + newline + newline
-        for e in events
+        b": note" + newline + b"data: " + json.dumps(e).encode() + newline + newline for e in events
     )
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=8)))
     decoder = EventStreamDecoder()
