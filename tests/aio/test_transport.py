@@ -773,3 +773,42 @@ def test_a_consumer_slower_than_the_stream_loses_nothing() -> None:
             assert client._transport.open_connections == 1  # complete: kept for reuse
 
     run(go())
+
+
+def test_verbose_streams_and_generate(capsys: pytest.CaptureFixture[str]) -> None:
+    answer = SSE_HEAD + event(b'{"n":1}') + b"0\r\n\r\n"
+
+    async def handler(writer: asyncio.StreamWriter, index: int, request: bytes) -> bool:
+        if b"generate_stream" in request:
+            writer.write(answer)
+        else:
+            writer.write(b'HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{"n":2}')
+        return True
+
+    async def go() -> None:
+        async with (
+            serving(handler) as server,
+            aio.InferenceServerClient(server.url, verbose=True) as client,
+        ):
+            assert [e async for e in client.generate_stream("m", {"a": 1})] == [{"n": 1}]
+            assert await client.generate("m", {"a": 1}) == {"n": 2}
+            url = f"http://{server.url}/v2/models/m"
+            return url
+
+    url = run(go())
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        f"POST {url}/generate_stream, headers {{'Content-Type': 'application/json'}}",
+        '{"a":1}',
+        f"<ClientResponse({url}/generate_stream) [200 OK]>",
+        "<CIMultiDictProxy('Content-Type': 'text/event-stream; charset=utf-8', "
+        "'Transfer-Encoding': 'chunked')>",
+        "",
+        "b'{\"n\":1}'",
+        f"POST {url}/generate, headers {{'Content-Type': 'application/json'}}",
+        '{"a":1}',
+        f"<ClientResponse({url}/generate) [200 OK]>",
+        "<CIMultiDictProxy('Content-Length': '7')>",
+        "",
+        "b'{\"n\":2}'",
+    ]

@@ -715,7 +715,8 @@ class InferenceServerClient(InferenceServerClientBase):
                 raise ClientClosedError("the client has been closed")
             return await self._transport.open_stream(prepared, limits)
 
-        return AsyncGenerateStream(start, self._verbose)
+        url = self._origin + prepared.target
+        return AsyncGenerateStream(start, self._verbose, lambda head: _VerboseResponse(url, head))
 
 
 def _infer_call(

@@ -35,8 +35,14 @@ class AsyncGenerateStream(AsyncIterator[Any]):
     otherwise it is closed.
     """
 
-    def __init__(self, start: Callable[[], Awaitable[BodyStream]], verbose: bool = False) -> None:
+    def __init__(
+        self,
+        start: Callable[[], Awaitable[BodyStream]],
+        verbose: bool = False,
+        show_head: Callable[[Response], object] = repr,
+    ) -> None:
         self._start: Callable[[], Awaitable[BodyStream]] | None = start
+        self._show_head = show_head
         self._response: BodyStream | None = None
         self._decoder = EventStreamDecoder()
         self._events: collections.deque[bytes] = collections.deque()
@@ -54,7 +60,7 @@ class AsyncGenerateStream(AsyncIterator[Any]):
         self._response = response
         head = response.head
         if self._verbose:
-            print(head)
+            print(self._show_head(head))
         if head.status != 200:
             chunks = []
             try:
