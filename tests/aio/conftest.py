@@ -128,7 +128,7 @@ class Target:
         return aio.InferenceServerClient(self.url, **kw)
 
 
-TARGETS = ["real", "bundled", "asgi"]
+TARGETS = [pytest.param("real", marks=pytest.mark.real_triton), "bundled", "asgi"]
 
 
 def make_target(

@@ -433,7 +433,7 @@ def test_system_shared_memory_round_trip(loop: LoopThread, apair: APair) -> None
 # -- model control (explicit mode) -------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["real", "bundled"])
+@pytest.mark.parametrize("name", [pytest.param("real", marks=pytest.mark.real_triton), "bundled"])
 def test_load_and_unload_in_explicit_mode(
     loop: LoopThread, request: pytest.FixtureRequest, name: str
 ) -> None:

@@ -26,7 +26,7 @@ from .conftest import GENERATE_REPO, MODELS, LoopThread, Target
 TEXT = {"text_input": "one two three"}
 
 
-@pytest.fixture(params=["real", "bundled", "asgi"])
+@pytest.fixture(params=[pytest.param("real", marks=pytest.mark.real_triton), "bundled", "asgi"])
 def gtarget(request: pytest.FixtureRequest) -> Target:
     """A server with tests/models and the generate models of tests/repos/cli_generate."""
     name = request.param
@@ -269,6 +269,7 @@ def test_stream_errors_surface_on_enter(loop: LoopThread, gtarget: Target) -> No
     loop.run(go())
 
 
+@pytest.mark.real_triton
 def test_events_arrive_as_they_are_produced(loop: LoopThread, generate_triton: Any) -> None:
     parameters = {"delay_ms": 300}
 
@@ -300,6 +301,7 @@ SLOW = {"delay_ms": 150, "repeat": 2}  # six words, 0.15 s apart
 SILENT = {"delay_ms": 400}  # longer than the read timeouts below
 
 
+@pytest.mark.real_triton
 def test_closing_a_stream_early_closes_its_connection(
     loop: LoopThread, generate_triton: Any
 ) -> None:
@@ -340,6 +342,7 @@ def test_closing_a_stream_early_closes_its_connection(
         assert len(sync._pool._idle) == 1
 
 
+@pytest.mark.real_triton
 def test_cancelling_the_reader_task_closes_the_stream(
     loop: LoopThread, generate_triton: Any
 ) -> None:
@@ -362,6 +365,7 @@ def test_cancelling_the_reader_task_closes_the_stream(
     loop.run(go())
 
 
+@pytest.mark.real_triton
 def test_read_timeout_between_events(loop: LoopThread, generate_triton: Any) -> None:
     async def go() -> None:
         async with aio.InferenceServerClient(generate_triton.url, read_timeout=0.15) as client:

@@ -812,3 +812,37 @@ def test_verbose_streams_and_generate(capsys: pytest.CaptureFixture[str]) -> Non
         "",
         "b'{\"n\":2}'",
     ]
+
+
+def test_on_uvloop() -> None:
+    uvloop = pytest.importorskip("uvloop")
+    payload = SSE_HEAD + event(b'{"n":1}') + event(b'{"n":2}') + b"0\r\n\r\n"
+
+    async def handler(writer: asyncio.StreamWriter, index: int, request: bytes) -> bool:
+        if b"generate_stream" in request:
+            writer.write(payload)
+        elif b"/infer" in request:
+            writer.write(BINARY_ANSWER)
+        elif b"slow" in request:
+            await asyncio.sleep(1)
+        else:
+            writer.write(OK_JSON)
+        return True
+
+    async def go() -> None:
+        async with (
+            serving(handler) as server,
+            aio.InferenceServerClient(server.url, read_timeout=0.2) as client,
+        ):
+            results = await asyncio.gather(*(client.infer("m", int_inputs()) for _ in range(8)))
+            assert all(r.as_numpy("O").tolist() == [7] for r in results)
+            assert [e["n"] async for e in client.generate_stream("m", {"a": 1})] == [1, 2]
+            with pytest.raises(_errors.ReadTimeout):
+                await client.get_model_metadata("slow")
+            assert await client.get_server_metadata() == {"name": "ok"}
+
+    loop = uvloop.new_event_loop()
+    try:
+        loop.run_until_complete(asyncio.wait_for(go(), 30))
+    finally:
+        loop.close()

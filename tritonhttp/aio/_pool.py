@@ -23,6 +23,7 @@ import contextlib
 import ssl as _ssl
 import sys
 from collections.abc import Sequence
+from typing import cast
 
 from .._errors import (
     ClientClosedError,
@@ -85,8 +86,8 @@ class _Connection(asyncio.BufferedProtocol):
     # -- asyncio callbacks ---------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # not an isinstance check: uvloop's transports do not derive from asyncio's
+        self.transport = cast(asyncio.Transport, transport)
 
     def get_buffer(self, sizehint: int) -> memoryview | bytearray:
         reader = self.reader
