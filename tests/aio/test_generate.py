@@ -58,8 +58,7 @@ async def aoutcome(coro: Any) -> Any:
 
 
 def sync_client(target: Target) -> tritonhttp.InferenceServerClient:
-    if target.name == "asgi":  # the sync client has no in-process transport: same server code
-        return tritonhttp.InferenceServerClient(target.url)
+    """The sync client on the target's socket (for asgi: the bundled server's, same code)."""
     return tritonhttp.InferenceServerClient(target.url)
 
 
