@@ -80,7 +80,7 @@ def test_requests_of_different_shapes_are_not_batched(probes: dict[str, Probe]) 
     def scenario(p: Probe) -> Any:
         first, hold = p.send_held("dyn_pref", "a", width=3)
         calls = {}
-        for n, (rid, width) in enumerate(zip("bcdef", [1, 1, 2, 2, 1]), 1):
+        for n, (rid, width) in enumerate(zip("bcdef", [1, 1, 2, 2, 1], strict=True), 1):
             calls[rid] = p.send("dyn_pref", rid, width=width)
             p.wait_pending("dyn_pref", n)
         hold.touch()
