@@ -194,3 +194,26 @@ def test_iterative_sequences_reschedule(probes: dict[str, Probe]) -> None:
     assert triton[0][0] == ([2], [(1, 0)])
     assert triton[2]["nv_inference_request_failure[CANCELED]"] == 4
     assert ours == triton
+
+
+def test_sequences_spread_over_instances(probes: dict[str, Probe]) -> None:
+    def scenario(p: Probe) -> Any:
+        start, end = {"sequence_start": True}, {"sequence_end": True}
+        steps = [("s1", 1, start), ("s2", 2, start), ("e1", 1, end), ("s3", 3, start)]
+        steps += [("e2", 2, end), ("e3", 3, end)]
+        out = []
+        for rid, cid, extra in steps:
+            reply = p.post("seq_two", rid, 1, None, params={"sequence_id": cid, **extra})
+            out.append((rid, info(reply)["instance"]))
+        return out
+
+    triton, ours = _both(probes, scenario)
+
+    # which instance comes first is not fixed in Triton (instances load in parallel):
+    # compare who shares an instance
+    def shape(run: list[tuple[str, str]]) -> dict[str, int]:
+        first: dict[str, int] = {}
+        return {rid: first.setdefault(inst, len(first)) for rid, inst in run}
+
+    assert shape(triton) == {"s1": 0, "s2": 1, "e1": 0, "s3": 0, "e2": 1, "e3": 0}
+    assert shape(ours) == shape(triton)

@@ -323,7 +323,7 @@ class DynamicBatcher(Scheduler):
     def _wake_on_arrival(self) -> bool:
         if not self._slot_available():
             return False
-        if self._check_inputs:
+        if self.rules.equal_shape_inputs:
             return True
         curr = self._curr
         return (

@@ -269,6 +269,7 @@ class SequenceBatcher(Scheduler):
             nxt = self._backlog.popleft()
             self._bind(nxt, slot)
             self._kick(nxt)
+            self._idle_check(nxt)  # a sequence whose requests were all cancelled idles out
         else:
             heapq.heappush(self._free, slot)
 
