@@ -104,7 +104,7 @@ def main() -> None:
         repo = _repo(tmp)
         base = _baseline(args.baseline_ref, tmp)
         with _server(repo, None) as ours, _server(repo, base) as baseline:
-            for name, path, conns, body in cases:  # warm-up
+            for _name, path, conns, body in cases:  # warm-up
                 for server in (ours, baseline):
                     _wrk(server.url, path, conns, 1, body)
             for _ in range(args.rounds):
