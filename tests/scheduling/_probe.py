@@ -111,11 +111,23 @@ class Probe:
 
     # ------------------------------------------------------------------ observation
 
-    def stats(self, model: str) -> dict[str, Any]:
+    def raw_stats(self, model: str) -> dict[str, Any]:
         reply = exchange(self.url, "GET", f"/v2/models/{model}/stats")
         assert reply.status == 200, reply.body
         result: dict[str, Any] = json.loads(reply.body)["model_stats"][0]
         return result
+
+    def stats(self, model: str) -> dict[str, Any]:
+        """Statistics once they stopped moving: Triton may answer a request a moment
+        before it has counted it."""
+        last = counts(self.raw_stats(model))
+        while True:
+            time.sleep(0.05)
+            stats = self.raw_stats(model)
+            now = counts(stats)
+            if now == last:
+                return stats
+            last = now
 
     def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         with urllib.request.urlopen(f"http://{self.metrics_url}/metrics", timeout=10) as r:

@@ -48,7 +48,7 @@ def test_hits_and_misses(probes: dict[str, Probe]) -> None:
             counts(p.stats("cache_dyn")),
             metric_counts(p, "cache_plain"),
             metric_counts(p, "cache_dyn"),
-            metric_counts(p, "dyn_default"),
+            metric_counts(p, "seq_two"),
         )
 
     triton, ours = _both(probes, scenario)
@@ -94,18 +94,18 @@ def test_metric_families_with_a_cache(probes: dict[str, Probe]) -> None:
 def test_where_our_cache_differs(probes: dict[str, Probe]) -> None:
     ours = probes["ours"]
     # errors are not stored (Triton 2.51 stores an error as an empty success)
-    first = ours.post("cache_plain", "e1", -2, None)
-    again = ours.post("cache_plain", "e2", -2, None)
+    first = ours.post("cache_x_plain", "e1", -2, None)
+    again = ours.post("cache_x_plain", "e2", -2, None)
     assert outcome(first) == outcome(again) == (500, "text/plain", b'{"error":"probe error"}')
     # same bytes, other shape: another entry (Triton 2.51 hashes bytes only)
-    flat = ours.post("cache_dyn", "s1", 7, 1, width=2)
-    tall = ours.post("cache_dyn", "s2", 7, 2, width=1)
+    flat = ours.post("cache_x_dyn", "s1", 7, 1, width=2)
+    tall = ours.post("cache_x_dyn", "s2", 7, 2, width=1)
     assert (info(flat)["ids"], info(tall)["ids"]) == (["s1"], ["s2"])
     assert tall.json()["outputs"][0]["shape"] == [2, 1]
     # request parameters are part of the key (Triton 2.51 ignores them)
-    one = ours.post("cache_plain", "p1", 9, None, params={"mode": "a"})
-    two = ours.post("cache_plain", "p2", 9, None, params={"mode": "b"})
-    three = ours.post("cache_plain", "p3", 9, None, params={"mode": "a"})
+    one = ours.post("cache_x_plain", "p1", 9, None, params={"mode": "a"})
+    two = ours.post("cache_x_plain", "p2", 9, None, params={"mode": "b"})
+    three = ours.post("cache_x_plain", "p3", 9, None, params={"mode": "a"})
     assert [info(r)["ids"] for r in (one, two, three)] == [["p1"], ["p2"], ["p1"]]
 
 

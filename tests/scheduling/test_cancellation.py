@@ -54,7 +54,7 @@ def _abandon_queued(p: Probe, model: str, batch: int | None) -> tuple[dict[str, 
     )
 
 
-@pytest.mark.parametrize(("model", "batch"), [("plain", None), ("dyn_qsize", 1)])
+@pytest.mark.parametrize(("model", "batch"), [("cancel_plain", None), ("cancel_dyn", 1)])
 def test_a_queued_request_whose_client_left_never_runs(
     probes: dict[str, Probe], model: str, batch: int | None
 ) -> None:
@@ -69,12 +69,12 @@ def test_a_queued_request_whose_client_left_never_runs(
 
 
 def _abandon_running(p: Probe) -> list[bool]:
-    first, hold = p.send_held("dyn_default", "z")
+    first, hold = p.send_held("cancel_dyn", "z")
     params, mark, hold2 = p.gate()
-    sock = _raw_send(p, "dyn_default", body("x", 0, 1, params=params))
-    p.wait_pending("dyn_default", 1)
-    stays = p.send("dyn_default", "y")
-    p.wait_pending("dyn_default", 2)
+    sock = _raw_send(p, "cancel_dyn", body("x", 0, 1, params=params))
+    p.wait_pending("cancel_dyn", 1)
+    stays = p.send("cancel_dyn", "y")
+    p.wait_pending("cancel_dyn", 2)
     hold.touch()
     first.result()
     wait_for(mark.exists, "x never started")  # x and y run together now

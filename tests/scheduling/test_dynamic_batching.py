@@ -158,7 +158,7 @@ def test_rescheduling_without_iterative_sequences_is_an_error(probes: dict[str, 
     # real Triton logs "Failed to release request: Request is released with
     # TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, ..." and never answers; we answer with it
     ours = probes["ours"]
-    for model, batch in (("dyn_default", 1), ("plain", None)):
+    for model, batch in (("resched_dyn", 1), ("resched_plain", None)):
         reply = ours.post(model, "r1", -3, batch)
         assert outcome(reply) == (
             500,
