@@ -118,12 +118,6 @@ class PriorityQueue:
         self.size += 1
         self.batch_total += item.batch
 
-    def push_front(self, item: Pending) -> None:
-        """Put an item back at the head of its level (it keeps its deadline)."""
-        self._queue(item.level).main.appendleft(item)
-        self.size += 1
-        self.batch_total += item.batch
-
     def _forget(self, item: Pending) -> None:
         self.size -= 1
         self.batch_total -= item.batch

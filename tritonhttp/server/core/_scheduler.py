@@ -314,12 +314,6 @@ class DynamicBatcher(Scheduler):
         elif queue.has_timeouts:
             self._arm_expiry()
 
-    def requeue_front(self, item: Pending) -> None:
-        """Put a request back at the head of the queue (a rescheduled request)."""
-        self.queue.push_front(item)
-        self._waiting[id(item.request)] = item
-        self._pump()
-
     def _wake_on_arrival(self) -> bool:
         if not self._slot_available():
             return False
