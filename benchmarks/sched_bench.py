@@ -8,6 +8,10 @@ fast path) and ``add_sub_dyn`` (the same model with ``max_batch_size: 8`` and
 between the servers, medians are kept; the baseline is the ``tritonhttp`` package of
 ``--baseline-ref`` (extracted with ``git archive``). Prints ``name: ours X, baseline Y,
 ratio R`` (requests/s; ratio > 1 means this checkout is faster). Needs ``wrk``.
+
+It also times the core alone, in-process (no HTTP): ``ModelVersion.infer`` on a model
+without dynamic batching whose instance answers at once — the per-request cost of
+admission-to-answer scheduling, which wrk on a shared machine cannot resolve.
 """
 
 from __future__ import annotations
@@ -83,14 +87,71 @@ def _server(repo: Path, pythonpath: Path | None) -> Iterator[Any]:
         server.stop()
 
 
+_CORE_SCRIPT = """
+import asyncio, time
+import numpy as np
+from google.protobuf import text_format
+from tritonhttp.server.core._config import normalize
+from tritonhttp.server.core._model import ModelVersion
+from tritonhttp.server.core._types import InferRequest, InferResponse, InputTensor
+from tritonhttp.server.core.model_config_pb2 import ModelConfig
+
+class Instant:
+    name = "instant"
+    async def execute(self, requests, times):
+        return [InferResponse() for _ in requests]
+    async def finalize(self):
+        pass
+
+cfg = ModelConfig()
+text_format.Parse('name: "m" backend: "python" '
+                  'input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ] '
+                  'output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]', cfg)
+normalize(cfg, "m", [])
+mv = ModelVersion("m", 1)
+mv.activate(cfg, [Instant()])
+arr = np.zeros([1], np.int32)
+
+async def main():
+    best = 1e9
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(100_000):
+            tensor = InputTensor("IN", "INT32", [1], array=arr)
+            await mv.infer(InferRequest(id="", inputs={"IN": tensor}))
+        best = min(best, (time.perf_counter() - t0) / 100_000)
+    print(best)
+
+asyncio.run(main())
+"""
+
+
+def _core_us(pythonpath: Path | None) -> float:
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    out = subprocess.run(
+        [sys.executable, "-c", _CORE_SCRIPT], env=env, check=True, capture_output=True, text=True
+    ).stdout
+    return float(out.strip()) * 1e6
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--baseline-ref", default="main")
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tritonhttp-sched-core-") as tmpdir:
+        base = _baseline(args.baseline_ref, Path(tmpdir))
+        ours_us = statistics.median(_core_us(None) for _ in range(args.rounds))
+        base_us = statistics.median(_core_us(base) for _ in range(args.rounds))
+    print(
+        f"core infer (in-process, us/request): ours {ours_us:.2f}, baseline {base_us:.2f}, "
+        f"ratio {base_us / ours_us:.2f}"
+    )
     if shutil.which("wrk") is None:
-        print("wrk is not installed (apt-get install -y wrk): nothing to measure")
+        print("wrk is not installed (apt-get install -y wrk): no HTTP measurements")
         return
     cases = [
         ("add_sub JSON -c1", "/v2/models/add_sub/infer", 1, ADD_BODY),
