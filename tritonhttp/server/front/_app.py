@@ -6,15 +6,19 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import _json
+from .._uvicorn import ON_DISCONNECT
 from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import Code, CoreError
+from ..core._model import ModelVersion
 from ..core._repository import parse_version
+from ..core._types import InferRequest, InferResponse
 from ._generate import handle_generate
 from ._http import (
     JSON,
@@ -47,6 +51,30 @@ _NOT_ALLOWED = b'{"error":"Method Not Allowed"}'
 _MAX_INFLATE = 1 << 32
 
 Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+async def _infer_watching(
+    model: ModelVersion, request: InferRequest, receive: Receive
+) -> InferResponse:
+    """Infer while listening for the client going away (any ASGI server)."""
+    infer = asyncio.ensure_future(model.infer(request))
+    if infer.done():
+        return infer.result()
+    watcher = asyncio.ensure_future(receive())
+    try:
+        done, _ = await asyncio.wait((infer, watcher), return_when=asyncio.FIRST_COMPLETED)
+        if (
+            watcher in done
+            and not watcher.cancelled()
+            and watcher.exception() is None
+            and watcher.result().get("type") == "http.disconnect"
+        ):
+            model.cancel(request)
+        return await infer
+    finally:
+        watcher.cancel()
+        if not infer.done():
+            infer.cancel()
 
 
 def _atoi(raw: bytes) -> int:
@@ -670,7 +698,14 @@ class HttpFrontend:
                     if self.forward.search(key):
                         request.parameters[key] = v.decode("latin-1")
             model.admit(request)
-            response = await model.infer(request)
+            if ON_DISCONNECT in scope:  # our uvicorn protocol reports a lost client
+                scope[ON_DISCONNECT] = functools.partial(model.cancel, request)
+                try:
+                    response = await model.infer(request)
+                finally:
+                    scope[ON_DISCONNECT] = None
+            else:
+                response = await _infer_watching(model, request, receive)
             if response.error is not None:
                 await send_error(send, response.error, TEXT)
                 return
