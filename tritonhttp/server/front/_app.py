@@ -526,6 +526,7 @@ class HttpFrontend:
         key = doc["key"]
         if not isinstance(key, str):
             raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
+        key = key.partition("\0")[0]  # Triton reads the key as a C string
         offset = doc.get("offset", 0)
         if type(offset) is not int or not 0 <= offset < 2**64:
             raise CoreError(

@@ -345,6 +345,7 @@ def _parse_input(
             raise _err500(f"Unable to parse 'shared_memory_region': {_NOT_STR}")
         offset = _uint(params.get("shared_memory_offset", 0), "shared_memory_offset")
         size = _uint(params.get("shared_memory_byte_size", 0), "shared_memory_byte_size")
+        region_name = region_name.partition("\0")[0]  # --- shm: Triton reads a C string
         # --- shared memory: the model reads a system region in place (zero-copy view of
         # the mapping; it stays registered until the response is sent), a CUDA region
         # through a host copy
@@ -396,6 +397,7 @@ def _parse_output(item: Any, shm: SharedMemoryRegistry, req: InferRequest) -> Ou
             raise CoreError("Output can't set both 'shared_memory_region' and 'binary_data'")
         offset = _uint(params.get("shared_memory_offset", 0), "shared_memory_offset")
         size = _uint(params.get("shared_memory_byte_size", 0), "shared_memory_byte_size")
+        region_name = region_name.partition("\0")[0]  # --- shm: Triton reads a C string
         spec.shm = shm.lookup(region_name, offset, size)
         req.regions.append(spec.shm.region)
     return spec
