@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from shm_helpers import DEV_SHM, KEY_PREFIX, Reply, exchange, new_key
 
 from tritonhttp.utils import serialize_byte_tensor
@@ -656,3 +658,85 @@ def test_client_calls_on_both_servers(
     # a shared-memory output carries no data: as_numpy fails as tritonclient's does
     assert statuses[-4] == {"name": "OUT_FP32", "datatype": "FP32", "shape": [16]}
     assert statuses[-3] == "KeyError: 'data'"
+
+
+# ----------------------------------------------------------------------------- properties
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.fixture(scope="module")
+def three_pages() -> Iterator[shm.SharedMemoryRegion]:
+    h = shm.create_shared_memory_region("prop", new_key(), 3 * PAGE)
+    yield h
+    shm.destroy_shared_memory_region(h)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    offset=st.one_of(
+        st.sampled_from([0, PAGE, 2 * PAGE, 3 * PAGE, 2**63, 2**64 - PAGE]),
+        st.integers(0, 2**64 - 1),
+    ),
+    byte_size=st.one_of(st.integers(0, 4 * PAGE), st.integers(0, 2**64 - 1)),
+    wrap=st.booleans(),
+)
+def test_registration_answers_match(
+    real_triton: Any,
+    bundled_server: Any,
+    three_pages: shm.SharedMemoryRegion,
+    offset: int,
+    byte_size: int,
+    wrap: bool,
+) -> None:
+    """Any offset and size, including sums that wrap past 2**64 in Triton's size_t."""
+    if wrap:  # make offset + byte_size wrap to something the object could hold
+        byte_size = (2**64 - offset + byte_size % (3 * PAGE + 1)) % 2**64
+    replies = []
+    for url in (real_triton.url, bundled_server.url):
+        replies.append(exchange(url, *register("prop", three_pages.shm_key, byte_size, offset)))
+        exchange(url, "POST", f"{SYS}/region/prop/unregister")
+    assert replies[1].key() == replies[0].key(), (offset, byte_size)
+
+
+# ----------------------------------------------------------------------------- every type
+
+TYPES = ["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64",
+         "FP16", "FP32", "FP64", "BF16", "BYTES"]  # fmt: skip
+
+
+@pytest.mark.parametrize("datatype", TYPES)
+def test_identity_of_every_type_through_regions(
+    servers: dict[str, str], objects: Objects, datatype: str
+) -> None:
+    """Input at an offset of one region, output at an offset of another (BF16 goes through
+    DLPack inside the model, so the zero-copy input must export as DLPack too)."""
+    k = objects.keys
+    if datatype == "BYTES":
+        suffix, count, size = "STRING", 2, 13
+        source, at = "d", 0
+    else:
+        suffix, count = datatype, 8
+        itemsize = (
+            2
+            if datatype == "BF16"
+            else np.dtype(
+                {"BOOL": "bool"}.get(datatype, datatype.lower().replace("fp", "float"))
+            ).itemsize
+        )
+        size, source, at = count * itemsize, "a", 40
+    steps: list[Step] = [
+        register("src", k[source], 4096),
+        register("dst", k["b"], 4096),
+        infer(
+            "identity_all",
+            [shm_input(f"IN_{suffix}", datatype, [count], region="src", size=size, offset=at)],
+            [shm_output(f"OUT_{suffix}", region="dst", size=size + 8, offset=24)],
+        ),
+        infer(
+            "identity_all",
+            [shm_input(f"IN_{suffix}", datatype, [count], region="src", size=size, offset=at)],
+            [{"name": f"OUT_{suffix}", "parameters": {"binary_data": True}}],
+        ),
+    ]
+    compare(servers, objects, steps)
