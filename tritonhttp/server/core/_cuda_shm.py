@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .._logging import VERBOSE
 from ._errors import Code, CoreError
 
 __all__ = [
@@ -117,6 +118,7 @@ class CudaRegion:
         except CudaUnavailable as e:
             raise CoreError(f"failed to close CUDA IPC handle: {e}", Code.INTERNAL) from None
         self.closed = True
+        log.log(VERBOSE, "closed the CUDA IPC handle of region '%s'", self.name)
 
 
 # ----------------------------------------------------------------------------- cuda-python
@@ -253,4 +255,12 @@ def open_region(
         with contextlib.suppress(CoreError):
             region.close()
         raise open_failed(name)
+    log.log(
+        VERBOSE,
+        "opened the CUDA IPC handle of region '%s' on device %d (%d of %d bytes)",
+        name,
+        device_id,
+        byte_size,
+        allocation,
+    )
     return region
