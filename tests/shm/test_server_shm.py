@@ -705,16 +705,19 @@ TYPES = ["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32"
          "FP16", "FP32", "FP64", "BF16", "BYTES"]  # fmt: skip
 
 
-@pytest.mark.parametrize("datatype", TYPES)
+@pytest.mark.parametrize(
+    ("datatype", "at"), [(t, 40) for t in TYPES] + [(t, 41) for t in ("INT32", "FP64", "BF16")]
+)
 def test_identity_of_every_type_through_regions(
-    servers: dict[str, str], objects: Objects, datatype: str
+    servers: dict[str, str], objects: Objects, datatype: str, at: int
 ) -> None:
-    """Input at an offset of one region, output at an offset of another (BF16 goes through
-    DLPack inside the model, so the zero-copy input must export as DLPack too)."""
+    """Input at an offset of one region (also a misaligned one), output at an offset of
+    another (BF16 goes through DLPack inside the model, so the zero-copy input must export
+    as DLPack too)."""
     k = objects.keys
     if datatype == "BYTES":
         suffix, count, size = "STRING", 2, 13
-        source, at = "d", 0
+        source, at = "d", 0  # the framed strings are at the start of their region
     else:
         suffix, count = datatype, 8
         itemsize = (
@@ -724,7 +727,7 @@ def test_identity_of_every_type_through_regions(
                 {"BOOL": "bool"}.get(datatype, datatype.lower().replace("fp", "float"))
             ).itemsize
         )
-        size, source, at = count * itemsize, "a", 40
+        size, source = count * itemsize, "a"
     steps: list[Step] = [
         register("src", k[source], 4096),
         register("dst", k["b"], 4096),
