@@ -97,7 +97,8 @@ class SystemRegion:
 
     def close(self) -> bool:
         """Unmap; False if views are still alive (the mapping goes with the last of them)."""
-        self.view.release()
+        with contextlib.suppress(BufferError):  # only slices are handed out: not expected
+            self.view.release()
         try:
             self._map.close()
         except BufferError:
@@ -135,16 +136,6 @@ class SharedMemoryRegistry:
         self._cuda = cuda
 
     # ------------------------------------------------------------------ queries
-
-    @property
-    def regions(self) -> dict[str, SystemRegion]:
-        """The system regions by name (a snapshot)."""
-        return {k: r for k, r in self._regions.items() if isinstance(r, SystemRegion)}
-
-    @property
-    def cuda_regions(self) -> dict[str, CudaRegion]:
-        """The CUDA regions by name (a snapshot)."""
-        return {k: r for k, r in self._regions.items() if isinstance(r, CudaRegion)}
 
     def status(self, name: str | None = None, kind: str = "system") -> list[dict[str, Any]]:
         """Status entries of one kind, sorted by name; or of one region (404s as Triton)."""
