@@ -395,8 +395,10 @@ def test_in_use_regions_and_closing_handles() -> None:
     in_process(test)
 
 
-def test_the_aio_client_registers_cuda_regions() -> None:
+def test_the_aio_client_registers_cuda_regions(caplog: pytest.LogCaptureFixture) -> None:
     import tritonhttp.aio as aio
+
+    caplog.set_level(5, logger="tritonhttp.server")  # VERBOSE: opening and closing handles
 
     memory = np.arange(16, dtype=np.float32)
 
@@ -415,3 +417,6 @@ def test_the_aio_client_registers_cuda_regions() -> None:
         assert device.closed == [memory.ctypes.data]
 
     in_process(test)
+    messages = [r.getMessage() for r in caplog.records]
+    assert "opened the CUDA IPC handle of region 'm' on device 0 (64 of 64 bytes)" in messages
+    assert "closed the CUDA IPC handle of region 'm'" in messages
