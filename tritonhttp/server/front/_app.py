@@ -539,17 +539,11 @@ class HttpFrontend:
     ) -> None:
         shm = self.core.shm
         if action == "status":
-            if region is not None and region in getattr(self.core, "cuda_regions", {}):
-                raise CoreError(
-                    f"The region named '{region}' is registered as CUDA shared memory, "
-                    "not system shared memory",
-                    Code.NOT_FOUND,
-                )
-            await send_response(send, 200, _json.dumps(shm.status(region)))
+            await send_response(send, 200, _json.dumps(shm.status(region, "system")))
             return
         if action == "unregister":
             await read_body(receive)
-            shm.unregister(region)
+            shm.unregister(region, "system")
             await send_response(send, 200, b"")
             return
         if region is None:
@@ -560,6 +554,7 @@ class HttpFrontend:
         key = doc["key"]
         if not isinstance(key, str):
             raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
+        key = key.partition("\0")[0]  # Triton reads the key as a C string
         offset = doc.get("offset", 0)
         if type(offset) is not int or not 0 <= offset < 2**64:
             raise CoreError(
@@ -578,19 +573,13 @@ class HttpFrontend:
     async def _cuda_shm(
         self, scope: Scope, receive: Receive, send: Send, region: str | None, action: str
     ) -> None:
+        shm = self.core.shm
         if action == "status":
-            if region is None:
-                await send_response(send, 200, b"[]")
-                return
-            if region in self.core.shm.regions:
-                raise CoreError(
-                    f"The region named '{region}' is registered as system shared "
-                    "memory, not CUDA shared memory",
-                    Code.NOT_FOUND,
-                )
-            raise CoreError(f"Unable to find cuda shared memory region: '{region}'", Code.NOT_FOUND)
+            await send_response(send, 200, _json.dumps(shm.status(region, "cuda")))
+            return
         if action == "unregister":
             await read_body(receive)
+            shm.unregister(region, "cuda")
             await send_response(send, 200, b"")
             return
         if region is None:
@@ -603,6 +592,7 @@ class HttpFrontend:
             raise CoreError("attempt to access non-existing object member 'b64'", Code.INTERNAL)
         if not isinstance(handle["b64"], str):
             raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
+        values = []
         for key in ("device_id", "byte_size"):
             if key not in doc:
                 raise CoreError(
@@ -613,13 +603,14 @@ class HttpFrontend:
                 raise CoreError(
                     "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
                 )
+            values.append(value)
         try:
             raw = base64.b64decode(handle["b64"], validate=True)
         except (binascii.Error, ValueError):
             raw = b""
-        if len(raw) != 64:
-            raise CoreError("'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t")
-        raise CoreError("failed to register shared memory region: invalid args")
+        # Without cuda-python or a GPU the handle cannot be opened: Triton's CPU-only answer.
+        shm.register_cuda(region, raw, values[0], values[1])
+        await send_response(send, 200, b"")
 
     # ------------------------------------------------------------------ inference
 
@@ -714,9 +705,16 @@ class HttpFrontend:
             except CoreError as e:
                 await send_error(send, e, TEXT)
                 return
+            # shared memory: the blobs may be views of a region; it stays registered
+            # (in use) until they are sent
+            await self._send_infer_response(send, header, blobs, accept)
         finally:
             for region in regions:
                 region.users -= 1
+
+    async def _send_infer_response(
+        self, send: Send, header: bytes, blobs: list[bytes | memoryview], accept: bytes | None
+    ) -> None:
         out_headers: list[tuple[bytes, bytes]] = [(b"content-type", JSON)]
         if blobs:
             out_headers[0] = (b"content-type", b"application/octet-stream")
