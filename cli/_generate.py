@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import click
@@ -74,33 +75,42 @@ def generate(
     Example:
       triton-cli generate my_llm -t "What is Triton?" -p max_tokens=64 --stream
     """
-    from . import _generate_http as api
-
-    request: dict[str, Any] = {}
+    inputs: dict[str, Any] = {}
     if text_input is not None:
-        request["text_input"] = text_input
+        inputs["text_input"] = text_input
     for name, value in parse_assignments(fields, "--input"):
-        request[name] = parse_json_or_text(value)
+        inputs[name] = parse_json_or_text(value)
     params = {k: parse_json_or_text(v) for k, v in parse_assignments(parameters, "--parameter")}
-    if params:
-        request["parameters"] = params
-    if not request:
+    if isinstance(inputs.get("parameters"), dict):  # -i parameters={...}: merged, -p wins
+        params = {**inputs.pop("parameters"), **params}
+    if not inputs and not params:
         raise click.UsageError("nothing to send: give --text-input or --input NAME=VALUE")
     out = settings.stdout
-    if not stream:
-        answer = api.generate(settings, model, model_version, request)
-        if settings.json_output:
-            emit_json(settings, answer)
+    with settings.client() as client:
+        if not stream:
+            answer = client.generate(
+                model, inputs, model_version, params or None, settings.request_headers
+            )
+            if settings.json_output:
+                emit_json(settings, answer)
+                return
+            text = _text_of(answer, output_field)
+            if text is not None:
+                out.write(text + "\n")
+            else:
+                shown = {k: v for k, v in answer.items() if k not in _META}
+                out.write(json_text(shown) + "\n")
             return
-        text = _text_of(answer, output_field)
-        if text is not None:
-            out.write(text + "\n")
-        else:
-            shown = {k: v for k, v in answer.items() if k not in _META}
-            out.write(json_text(shown) + "\n")
-        return
+        with client.generate_stream(
+            model, inputs, model_version, params or None, settings.request_headers
+        ) as events:
+            _print_events(settings, events, output_field)
+
+
+def _print_events(settings: Settings, events: Iterable[Any], output_field: str) -> None:
+    out = settings.stdout
     printed_text = False
-    for event in api.generate_stream(settings, model, model_version, request):
+    for event in events:
         if settings.json_output:
             out.write(json.dumps(event, ensure_ascii=False) + "\n")
         else:

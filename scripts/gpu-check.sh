@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Run the CUDA shared-memory tests (tests/shm/test_cuda_*.py) in one go on a GPU machine.
+# Run the CUDA shared-memory tests in one go on a GPU machine: the client utils
+# (tests/shm/test_cuda_*.py) and the bundled server's CUDA regions (tests/shm/
+# test_server_cuda_*.py: our client creates regions, the server -- another process --
+# opens them with cudaIpcOpenMemHandle, reads inputs from them and writes outputs to them).
 #
 #   scripts/gpu-check.sh                      # online: makes .venv-gpu, installs, tests
 #   WHEELHOUSE=.gpu-wheels scripts/gpu-check.sh  # offline: only from .gpu-wheels/
@@ -14,7 +17,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
-TEST_DEPS=(numpy ml_dtypes pytest pytest-timeout)
+# the tests, tritonhttp's core (the clients) and the bundled server's dependencies
+TEST_DEPS=(numpy ml_dtypes pytest pytest-timeout python-rapidjson httptools httpx
+           uvicorn uvloop protobuf prometheus_client)
 
 if [ "${1:-}" = "--download" ]; then
     dest="${2:?usage: $0 --download DIR [CUDA_MAJOR] [PYTHON_VERSION]}"
@@ -54,7 +59,8 @@ if ! "${pip[@]}" "cuda-bindings==${cuda_major}.*" "${TEST_DEPS[@]}"; then
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 .venv-gpu/bin/python - <<'PYCHECK'
-import numpy, ml_dtypes, pytest  # noqa: F401
+import numpy, ml_dtypes, pytest, httpx, uvicorn  # noqa: F401
+import tritonhttp.server  # noqa: F401
 from cuda.bindings import runtime as cudart
 import tritonhttp.utils.cuda_shared_memory  # noqa: F401
 error, count = cudart.cudaGetDeviceCount()
@@ -66,4 +72,5 @@ marks="not real_triton"
 [ "${GPU_CHECK_REAL_TRITON:-0}" = "1" ] && marks=""
 export TRITONHTTP_REQUIRE_GPU=1
 exec .venv-gpu/bin/python -m pytest -p no:cacheprovider -q -rs --timeout 120 \
-    ${marks:+-m "$marks"} tests/shm/test_cuda_unit.py tests/shm/test_cuda_gpu.py "$@"
+    ${marks:+-m "$marks"} tests/shm/test_cuda_unit.py tests/shm/test_cuda_gpu.py \
+    tests/shm/test_server_cuda_unit.py tests/shm/test_server_cuda_gpu.py "$@"

@@ -1,10 +1,16 @@
 """The drop-in contract: names and signatures identical to the installed tritonclient.
 
 Compares ``tritonhttp`` with ``tritonclient.http``, ``tritonhttp.utils`` with
-``tritonclient.utils`` and ``tritonhttp.auth`` with ``tritonclient.http.auth``: exported
-names, module attributes, classes, methods (kind, parameter names, order, kinds and
-defaults). Any difference fails unless it is listed in ``DELIBERATE_DIFFERENCES`` with
-its reason (each one is also described in docs/migration.md).
+``tritonclient.utils``, ``tritonhttp.auth`` with ``tritonclient.http.auth``,
+``tritonhttp.aio`` with ``tritonclient.http.aio`` and ``tritonhttp.aio.auth`` with
+``tritonclient.http.aio.auth``: exported names, module attributes, classes, methods
+(kind, coroutine or not, parameter names, order, kinds and defaults). Any difference
+fails unless it is listed in ``DELIBERATE_DIFFERENCES`` with its reason (each one is
+also described in docs/migration.md).
+
+One addition is checked on its own rather than method by method: every coroutine of
+``tritonhttp.aio.InferenceServerClient`` ends with a keyword-only ``client_timeout``
+(a per-call time limit), which calls written for tritonclient never pass.
 """
 
 from __future__ import annotations
@@ -16,10 +22,14 @@ from typing import Any
 
 import pytest
 import tritonclient.http as ref_http
+import tritonclient.http.aio as ref_aio
+import tritonclient.http.aio.auth as ref_aio_auth
 import tritonclient.http.auth as ref_auth
 import tritonclient.utils as ref_utils
 
 import tritonhttp
+import tritonhttp.aio
+import tritonhttp.aio.auth
 import tritonhttp.auth
 import tritonhttp.utils
 
@@ -42,7 +52,33 @@ _REQUIRED_MSG = (
     ],
 )
 _MSG_REASON = "msg may be omitted (it defaults to None); calls that pass it work unchanged"
+_GENERATE = "new: Triton's generate extension (tritonclient has no generate endpoints)"
+_AIO_INIT_EXTRA = (
+    "extra keyword-only parameters ['connect_timeout', 'read_timeout', 'pool_timeout', "
+    "'http_client']"
+)
 DELIBERATE_DIFFERENCES: dict[tuple[str, str], str] = {
+    ("tritonhttp.InferenceServerClient", "extra member: generate"): _GENERATE,
+    ("tritonhttp.InferenceServerClient", "extra member: generate_stream"): _GENERATE,
+    ("tritonhttp.aio.InferenceServerClient", "extra member: generate"): _GENERATE,
+    ("tritonhttp.aio.InferenceServerClient", "extra member: generate_stream"): _GENERATE,
+    ("tritonhttp.aio.InferenceServerClient", "extra member: async_infer"): (
+        "new: start an inference and get an asyncio.Task (tritonclient.http.aio has none)"
+    ),
+    ("tritonhttp.aio.InferenceServerClient.__init__", _AIO_INIT_EXTRA): (
+        "new, keyword-only: separate connect/read/pool timeouts and a caller's httpx client"
+    ),
+    ("tritonhttp.aio", "missing attribute: aiohttp"): (
+        "tritonhttp.aio does not use aiohttp (an incidental import of tritonclient's module)"
+    ),
+    ("tritonhttp.aio", "extra attribute: Timeouts"): "new: the per-call time limits",
+    (
+        "tritonhttp.aio.InferenceServerException.__init__",
+        f"{_OPTIONAL_MSG} != {_REQUIRED_MSG}",
+    ): _MSG_REASON,
+    ("tritonhttp.aio.InferenceServerClient", "extra member: __del__"): (
+        "an unclosed client warns (ResourceWarning) and aborts its connections"
+    ),
     (
         "tritonhttp.InferenceServerException.__init__",
         f"{_OPTIONAL_MSG} != {_REQUIRED_MSG}",
@@ -52,14 +88,23 @@ DELIBERATE_DIFFERENCES: dict[tuple[str, str], str] = {
         f"{_OPTIONAL_MSG} != {_REQUIRED_MSG}",
     ): _MSG_REASON,
 }
-#: How docs/migration.md names each deliberate difference.
-DOCUMENTED_AS = {"InferenceServerException.__init__": "InferenceServerException(msg=None"}
+#: How docs/migration.md names each deliberate difference (first matching suffix wins).
+DOCUMENTED_AS = {
+    "InferenceServerException.__init__": "InferenceServerException(msg=None",
+    "aio.InferenceServerClient.__init__": "`connect_timeout`, `read_timeout`, `pool_timeout`",
+    "InferenceServerClient": "`generate` and `generate_stream`",
+    "tritonhttp.aio": "### `tritonhttp.aio`",
+}
 
 PAIRS = [
     (tritonhttp, ref_http),
     (tritonhttp.utils, ref_utils),
     (tritonhttp.auth, ref_auth),
+    (tritonhttp.aio, ref_aio),
+    (tritonhttp.aio.auth, ref_aio_auth),
 ]
+#: The keyword-only parameter every coroutine of the asyncio client adds.
+PER_CALL = "client_timeout"
 
 
 def public_attributes(module: types.ModuleType) -> dict[str, Any]:
@@ -85,7 +130,7 @@ def signature_of(obj: Any) -> list[tuple[str, Any, Any]]:
 
 def members(cls: type) -> dict[str, tuple[str, Any]]:
     """Public methods (plus the protocol dunders users call) with their kind."""
-    wanted = {"__init__", "__enter__", "__exit__", "__call__", "__del__"}
+    wanted = {"__init__", "__enter__", "__exit__", "__aenter__", "__aexit__", "__call__", "__del__"}
     out = {}
     for name in dir(cls):
         if name.startswith("_") and name not in wanted:
@@ -94,6 +139,8 @@ def members(cls: type) -> dict[str, tuple[str, Any]]:
         if name in wanted and raw is getattr(object, name, None):
             continue
         kind = type(raw).__name__
+        if inspect.iscoroutinefunction(raw):
+            kind = "coroutine"
         if isinstance(raw, (staticmethod, classmethod)):
             target = getattr(cls, name)
         elif callable(raw):
@@ -102,10 +149,35 @@ def members(cls: type) -> dict[str, tuple[str, Any]]:
             out[name] = (kind, None)
             continue
         try:
-            out[name] = (kind, signature_of(target))
+            signature = signature_of(target)
         except (TypeError, ValueError):
             out[name] = (kind, None)
+            continue
+        if (
+            kind == "coroutine"
+            and signature
+            and signature[-1][:2]
+            == (
+                PER_CALL,
+                inspect.Parameter.KEYWORD_ONLY,
+            )
+        ):
+            signature = signature[:-1]  # checked by test_every_coroutine_takes_client_timeout
+        out[name] = (kind, signature)
     return out
+
+
+def extra_keyword_only(ours: tuple[str, Any], ref: tuple[str, Any]) -> list[str] | None:
+    """Names of keyword-only parameters ``ours`` adds at the end of ``ref``, if that is all."""
+    if ours[0] != ref[0] or ours[1] is None or ref[1] is None:
+        return None
+    n = len(ref[1])
+    if ours[1][:n] != ref[1] or len(ours[1]) == n:
+        return None
+    extra = ours[1][n:]
+    if any(kind != inspect.Parameter.KEYWORD_ONLY for _, kind, _ in extra):
+        return None
+    return [name for name, _, _ in extra]
 
 
 def differences() -> list[tuple[str, str]]:
@@ -142,7 +214,13 @@ def differences() -> list[tuple[str, str]]:
                     found.append((where, f"extra member: {m}"))
                 for m in sorted(set(ours_members) & set(ref_members)):
                     if ours_members[m] != ref_members[m]:
-                        found.append((f"{where}.{m}", f"{ours_members[m]} != {ref_members[m]}"))
+                        extra = extra_keyword_only(ours_members[m], ref_members[m])
+                        what = (
+                            f"{ours_members[m]} != {ref_members[m]}"
+                            if extra is None
+                            else f"extra keyword-only parameters {extra}"
+                        )
+                        found.append((f"{where}.{m}", what))
             elif callable(b):
                 if not callable(a):
                     found.append((where, "not callable"))
@@ -186,3 +264,44 @@ def test_exception_is_the_same_class_everywhere() -> None:
         "400",
         "d",
     )
+
+
+def test_every_coroutine_takes_client_timeout() -> None:
+    from tritonhttp.aio._timeouts import DEFAULT
+
+    client = tritonhttp.aio.InferenceServerClient
+    names = [
+        n
+        for n in dir(client)
+        if not n.startswith("_") and inspect.iscoroutinefunction(getattr(client, n))
+    ]
+    names += ["async_infer", "generate_stream"]
+    assert len(names) >= 25
+    for name in names:
+        if name == "close":
+            continue
+        last = list(inspect.signature(getattr(client, name)).parameters.values())[-1]
+        assert (last.name, last.kind, last.default) == (
+            PER_CALL,
+            inspect.Parameter.KEYWORD_ONLY,
+            DEFAULT,
+        ), name
+
+
+def test_every_tritonclient_coroutine_is_a_coroutine_here() -> None:
+    ours, ref = (
+        members(tritonhttp.aio.InferenceServerClient),
+        members(ref_aio.InferenceServerClient),
+    )
+    for name, (kind, _) in ref.items():
+        assert ours[name][0] == kind, name
+
+
+def test_aio_names_are_the_public_classes() -> None:
+    assert tritonhttp.aio.InferResult is tritonhttp.InferResult
+    assert tritonhttp.aio.InferenceServerException is tritonhttp.InferenceServerException
+    assert tritonhttp.aio.auth.BasicAuth is tritonhttp.auth.BasicAuth
+    assert issubclass(
+        tritonhttp.aio.InferenceServerClient, tritonhttp.aio.InferenceServerClientBase
+    )
+    assert issubclass(tritonhttp.InferenceServerClient, tritonhttp.aio.InferenceServerClientBase)

@@ -22,6 +22,8 @@ from ._errors import (
     TransportError,
     raise_error,
 )
+from ._generate import GenerateStream
+from ._plugin import InferenceServerClientBase
 from ._protocol import (
     RESULT,
     Call,
@@ -32,7 +34,7 @@ from ._protocol import (
     parse_server_url,
 )
 from ._tensors import InferInput, InferRequestedOutput, InferResult
-from ._transport import ConnectionPool, make_ssl_context
+from ._transport import ConnectionPool, ResponseStream, make_ssl_context
 
 __all__ = ["InferAsyncRequest", "InferenceServerClient"]
 
@@ -87,7 +89,7 @@ class InferAsyncRequest:
         return f"<InferAsyncRequest {state}>"
 
 
-class InferenceServerClient:
+class InferenceServerClient(InferenceServerClientBase):
     """A client for Triton's HTTP/REST API; a drop-in for ``tritonclient.http``'s.
 
     Unlike tritonclient's, one client can be used from any number of threads: it keeps
@@ -128,12 +130,12 @@ class InferenceServerClient:
         ssl_context_factory: Callable[..., _ssl.SSLContext] | None = None,
         insecure: bool = False,
     ) -> None:
+        super().__init__()
         address = parse_server_url(url, ssl)
         self._address = address
         self._base_uri = address.base_path
         self._host = address.host_header
         self._verbose = verbose
-        self._plugin: Any = None
         ssl_context = None
         server_hostname = None
         if ssl:
@@ -202,35 +204,6 @@ class InferenceServerClient:
         if executor is not None:
             executor.shutdown(wait=True)
         self._pool.close()
-
-    # -- plugins -------------------------------------------------------------------------
-
-    def register_plugin(self, plugin: Any) -> None:
-        """Register a plugin (called with a :class:`Request` before every request).
-
-        Raises:
-            InferenceServerException: a plugin is already registered.
-        """
-        if self._plugin is not None:
-            raise_error(
-                "A plugin is already registered. Please unregister the previous plugin "
-                "first before registering a new plugin."
-            )
-        self._plugin = plugin
-
-    def plugin(self) -> Any:
-        """The registered plugin, or None."""
-        return self._plugin
-
-    def unregister_plugin(self) -> None:
-        """Remove the registered plugin.
-
-        Raises:
-            InferenceServerException: no plugin is registered.
-        """
-        if self._plugin is None:
-            raise_error("No plugin has been registered.")
-        self._plugin = None
 
     # -- request pipeline ----------------------------------------------------------------
 
@@ -674,6 +647,68 @@ class InferenceServerClient:
         finally:
             if self._pending is not None:
                 self._pending.release()
+
+    # -- generate extension --------------------------------------------------------------
+
+    def generate(
+        self,
+        model_name: str,
+        inputs: Mapping[str, Any],
+        model_version: str = "",
+        parameters: Mapping[str, Any] | None = None,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Call the model through Triton's generate extension; the parsed JSON answer.
+
+        ``inputs`` maps input names to values (numbers, strings, booleans, lists,
+        numpy arrays); other keys become request parameters, as do ``parameters``.
+        The answer holds every output by name plus ``model_name`` and
+        ``model_version``.
+
+        Raises:
+            InferenceServerException: the server's error (also when the model does not
+                produce exactly one response: use :meth:`generate_stream` for those).
+        """
+        return self._call(
+            Endpoints.generate(model_name, model_version, inputs, parameters),
+            headers,
+            query_params,
+        )
+
+    def generate_stream(
+        self,
+        model_name: str,
+        inputs: Mapping[str, Any],
+        model_version: str = "",
+        parameters: Mapping[str, Any] | None = None,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+    ) -> GenerateStream:
+        """Stream a model's responses (``/generate_stream``): an iterator of parsed events.
+
+        Arguments as for :meth:`generate`. The request is sent when the iterator is
+        entered or first advanced; each model response is yielded as soon as it
+        arrives. An error (status or event) raises ``InferenceServerException``.
+        Close the iterator (or use ``with``) to stop early::
+
+            with client.generate_stream("llm", {"text_input": "hi"}) as events:
+                for event in events:
+                    print(event["text_output"], end="")
+        """
+        if self._closed:
+            raise ClientClosedError("the client has been closed")
+        call = Endpoints.generate(model_name, model_version, inputs, parameters, stream=True)
+        prepared = self._context.prepare(call, headers, query_params, self._plugin)
+
+        def start() -> ResponseStream:
+            if self._closed:
+                raise ClientClosedError("the client has been closed")
+            return self._pool.open_stream(
+                prepared.head, prepared.body, prepared.size, idempotent=False
+            )
+
+        return GenerateStream(start, self._verbose)
 
     def _make_executor(self) -> concurrent.futures.ThreadPoolExecutor:
         with self._executor_lock:

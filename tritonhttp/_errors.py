@@ -10,7 +10,8 @@ typed subclasses let new code be precise::
     │   ├── ConnectError                     also a ConnectionRefusedError (when refused)
     │   ├── TimeoutError_                    also the builtin TimeoutError
     │   │   ├── ConnectTimeout
-    │   │   └── ReadTimeout
+    │   │   ├── ReadTimeout
+    │   │   └── PoolTimeout                  (aio) no free connection in time
     │   └── ProtocolError                    the peer broke HTTP or the framing
     ├── ServerError                          the server answered with a non-200 status
     │   ├── BadRequestError          400
@@ -23,7 +24,9 @@ typed subclasses let new code be precise::
 
 Transport errors also derive from the builtin exception that tritonclient let through
 (``ConnectionRefusedError``, ``TimeoutError``, ``RuntimeError``), so code written as
-``except ConnectionRefusedError`` keeps working. All of them pickle.
+``except ConnectionRefusedError`` keeps working; the timeouts are also
+``asyncio.TimeoutError`` (which tritonclient's asyncio client raised; the same class as
+``TimeoutError`` from Python 3.11). All of them pickle.
 """
 
 from __future__ import annotations
@@ -31,7 +34,15 @@ from __future__ import annotations
 import builtins
 import socket
 import ssl
+import sys
 from typing import Any
+
+if sys.version_info >= (3, 11):
+    _TIMEOUT_BASES: tuple[type[BaseException], ...] = (builtins.TimeoutError,)
+else:  # asyncio.TimeoutError is its own class before 3.11
+    import asyncio
+
+    _TIMEOUT_BASES = (builtins.TimeoutError, asyncio.TimeoutError)
 
 __all__ = [
     "BadRequestError",
@@ -42,6 +53,7 @@ __all__ = [
     "InferenceServerException",
     "NotFoundError",
     "NotImplementedError_",
+    "PoolTimeout",
     "ProtocolError",
     "ReadTimeout",
     "ServerError",
@@ -120,8 +132,8 @@ class _Refused(ConnectError, ConnectionRefusedError):
     """Connection refused (also a ``ConnectionRefusedError``, as tritonclient raised)."""
 
 
-class TimeoutError_(TransportError, builtins.TimeoutError):
-    """A client-side timeout (also a builtin ``TimeoutError``)."""
+class TimeoutError_(TransportError, *_TIMEOUT_BASES):  # type: ignore[misc]
+    """A client-side timeout (also a builtin ``TimeoutError`` and ``asyncio.TimeoutError``)."""
 
 
 class ConnectTimeout(TimeoutError_):
@@ -129,7 +141,11 @@ class ConnectTimeout(TimeoutError_):
 
 
 class ReadTimeout(TimeoutError_):
-    """The server did not answer within the network timeout."""
+    """The server did not answer within the network (read) timeout or request deadline."""
+
+
+class PoolTimeout(TimeoutError_):
+    """No connection became free within the pool timeout (asyncio client)."""
 
 
 class ProtocolError(TransportError):

@@ -20,12 +20,14 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ._errors import ClientClosedError, TransportError, transport_error
 from ._protocol import Buffer, Response, ResponseReader, ServerAddress
 
-__all__ = ["ConnectionPool", "make_ssl_context"]
+__all__ = ["ConnectionPool", "ResponseStream", "make_ssl_context"]
+
+_T = TypeVar("_T")
 
 _IOV_MAX = 512  # well below every platform's IOV_MAX
 _SCRATCH = 65536
@@ -130,6 +132,39 @@ class _Connection:
             return reader.response()
         except (OSError, TransportError) as e:
             raise _Failure(e, sent_all, reader.started) from e
+
+    def start(self, head: bytes, body: Sequence[Buffer], size: int) -> ResponseReader:
+        """Send one request and read until its response head is complete (for streams).
+
+        Raises :class:`_Failure`; the returned reader is in stream mode.
+        """
+        sent_all = False
+        reader = ResponseReader(stream=True)
+        try:
+            try:
+                if self._tls:
+                    self._send_tls(head, body)
+                else:
+                    self._send(head, body, len(head) + size)
+            except (BrokenPipeError, ConnectionResetError) as send_error:
+                if self._early_answer(reader) is None:
+                    raise send_error from None
+                reader.forbid_reuse()  # the server stopped reading the request
+                return reader
+            sent_all = True
+            while not reader.head_complete:
+                self.read_once(reader)
+            return reader
+        except (OSError, TransportError) as e:
+            raise _Failure(e, sent_all, reader.started) from e
+
+    def read_once(self, reader: ResponseReader) -> None:
+        """One receive into ``reader`` (``eof()`` when the server closed)."""
+        n = self._sock.recv_into(self._scratch)
+        if n:
+            reader.feed(self._view[:n])
+        else:
+            reader.eof()
 
     def _receive(self, reader: ResponseReader) -> None:
         sock = self._sock
@@ -246,7 +281,9 @@ class ConnectionPool:
             if conn is None:
                 conn = self._connect()
             try:
-                conn, response = self._exchange(conn, head, body, size, reused, idempotent)
+                conn, response = self._exchange(
+                    conn, lambda c: c.exchange(head, body, size), reused, idempotent
+                )
             except BaseException:
                 conn.close()  # e.g. KeyboardInterrupt mid-response: never reuse it
                 raise
@@ -255,18 +292,43 @@ class ConnectionPool:
         finally:
             self._slots.put(None)
 
+    def open_stream(
+        self, head: bytes, body: Sequence[Buffer], size: int, *, idempotent: bool
+    ) -> ResponseStream:
+        """Send a request and return once the response head is in; the body is read
+        piece by piece from the returned :class:`ResponseStream` (which holds the
+        connection until it is closed). Errors as for :meth:`request`.
+        """
+        if self._closed:
+            raise ClientClosedError("the client has been closed (connection pool closed)")
+        self._slots.get()
+        try:
+            conn = self._checkout()
+            reused = conn is not None
+            if conn is None:
+                conn = self._connect()
+            try:
+                conn, reader = self._exchange(
+                    conn, lambda c: c.start(head, body, size), reused, idempotent
+                )
+            except BaseException:
+                conn.close()
+                raise
+        except BaseException:
+            self._slots.put(None)
+            raise
+        return ResponseStream(self, conn, reader)
+
     def _exchange(
         self,
         conn: _Connection,
-        head: bytes,
-        body: Sequence[Buffer],
-        size: int,
+        run: Callable[[_Connection], _T],
         reused: bool,
         idempotent: bool,
-    ) -> tuple[_Connection, Response]:
-        """The response, and the connection it came on (a fresh one after a retry)."""
+    ) -> tuple[_Connection, _T]:
+        """``run(conn)``'s outcome, and the connection it used (a fresh one after a retry)."""
         try:
-            return conn, conn.exchange(head, body, size)
+            return conn, run(conn)
         except _Failure as failure:
             conn.close()
             cause = failure.cause
@@ -280,14 +342,14 @@ class ConnectionPool:
                 raise self._error(cause) from cause
         fresh = self._connect()
         try:
-            response = fresh.exchange(head, body, size)
+            outcome = run(fresh)
         except _Failure as again:
             fresh.close()
             raise self._error(again.cause) from again.cause
         except BaseException:
             fresh.close()
             raise
-        return fresh, response
+        return fresh, outcome
 
     def _error(self, cause: BaseException) -> TransportError:
         if isinstance(cause, TransportError):  # raised by the protocol core
@@ -339,3 +401,51 @@ class ConnectionPool:
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+
+
+class ResponseStream:
+    """A response read as it arrives; holds its connection (and pool slot) until closed.
+
+    :meth:`close` returns the connection to the pool only when the response was read to
+    its end and may be followed by another; otherwise the connection is closed.
+    """
+
+    __slots__ = ("_conn", "_done", "_pool", "_reader", "head")
+
+    def __init__(self, pool: ConnectionPool, conn: _Connection, reader: ResponseReader) -> None:
+        self._pool = pool
+        self._conn = conn
+        self._reader = reader
+        self._done = False
+        self.head = reader.head()  # status and headers
+
+    def read(self) -> bytes:
+        """The next piece of the body; ``b""`` at its end.
+
+        Raises a ``TransportError`` subclass (the stream is then closed) when the
+        connection breaks, the server stops in the middle, or a receive times out.
+        """
+        reader = self._reader
+        while True:
+            data = reader.take_body()
+            if data or reader.complete or self._done:
+                return data
+            try:
+                self._conn.read_once(reader)
+            except (OSError, TransportError) as e:
+                self.close()
+                raise self._pool._error(e) from e
+
+    def close(self) -> None:
+        """Release the connection (idempotent)."""
+        if self._done:
+            return
+        self._done = True
+        reader = self._reader
+        try:
+            if reader.complete:
+                self._pool._checkin(self._conn, reader.keep_alive)
+            else:
+                self._conn.close()
+        finally:
+            self._pool._slots.put(None)

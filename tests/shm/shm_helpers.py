@@ -101,3 +101,41 @@ def cuda_device_count() -> int:
     except Exception:
         return 0
     return int(count) if int(error) == 0 else 0
+
+
+# --- raw HTTP (server-side tests) -----------------------------------------------------------
+
+
+class Reply:
+    """Status, lower-cased headers and body of one HTTP exchange."""
+
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    @property
+    def content_type(self) -> str | None:
+        return self.headers.get("content-type")
+
+    def key(self) -> tuple[int, str | None, bytes]:
+        """What a differential comparison looks at."""
+        return (self.status, self.content_type, self.body)
+
+    def __repr__(self) -> str:
+        return f"Reply({self.status}, {self.content_type}, {self.body[:300]!r})"
+
+
+def exchange(url: str, method: str, path: str, body: bytes | str = b"") -> Reply:
+    """One request on a fresh connection (``url`` is ``host:port``)."""
+    import http.client
+
+    host, port = url.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        data = body.encode() if isinstance(body, str) else body
+        conn.request(method, path, body=data if (data or method == "POST") else None)
+        r = conn.getresponse()
+        return Reply(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
+    finally:
+        conn.close()

@@ -5,7 +5,14 @@ into request descriptions and bytes, and bytes back into responses, results and
 exceptions. Transports (``tritonhttp._transport``, ``tritonhttp.aio``) sit on top.
 """
 
-from ._endpoints import JSON, NONE, PROBE, RESULT, Call, Endpoints
+from ._endpoints import GENERATE, JSON, NONE, PROBE, RESULT, STREAM, Call, Endpoints
+from ._generate import (
+    EventStreamDecoder,
+    generate_body,
+    generate_error,
+    generate_result,
+    stream_event,
+)
 from ._http import Response, ResponseReader, encode_request_head, header_fields
 from ._infer import (
     Buffer,
@@ -21,13 +28,16 @@ from ._status import error_for
 from ._urls import ServerAddress, parse_server_url, query_string, quote_name, request_target
 
 __all__ = [
+    "GENERATE",
     "JSON",
     "NONE",
     "PROBE",
     "RESULT",
+    "STREAM",
     "Buffer",
     "Call",
     "Endpoints",
+    "EventStreamDecoder",
     "InferBody",
     "JSONDecodeError",
     "ParsedInferResponse",
@@ -41,6 +51,9 @@ __all__ = [
     "dumps",
     "encode_request_head",
     "error_for",
+    "generate_body",
+    "generate_error",
+    "generate_result",
     "header_fields",
     "interpret",
     "loads",
@@ -49,4 +62,5 @@ __all__ = [
     "query_string",
     "quote_name",
     "request_target",
+    "stream_event",
 ]

@@ -13,17 +13,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._errors import InferenceServerException, _InvalidArgument
+from ._generate import generate_body
 from ._infer import Buffer, InferBody, compress_body
 from ._json import dumps
 from ._urls import quote_name
 
-__all__ = ["JSON", "NONE", "PROBE", "RESULT", "Call", "Endpoints"]
+__all__ = ["GENERATE", "JSON", "NONE", "PROBE", "RESULT", "STREAM", "Call", "Endpoints"]
 
 #: Result kinds.
 PROBE = 0  # bool: status == 200, never raises for an HTTP status
 JSON = 1  # parsed JSON body (after the error check)
 NONE = 2  # None (after the error check); ``done_message`` printed when verbose
 RESULT = 3  # an inference result
+GENERATE = 4  # the parsed JSON answer of /generate (an error object is raised)
+STREAM = 5  # /generate_stream: the answer is read as it arrives, event by event
 
 _EMPTY: list[Buffer] = []
 # Versions go into the path verbatim (as in tritonclient); these would break the request line.
@@ -243,4 +246,26 @@ class Endpoints:
             size,
             headers=headers,
             printable=buffers,
+        )
+
+    @staticmethod
+    def generate(
+        model_name: str,
+        model_version: str,
+        inputs: Mapping[str, Any],
+        parameters: Mapping[str, Any] | None = None,
+        stream: bool = False,
+    ) -> Call:
+        """The POST of Triton's generate extension (``/generate`` or ``/generate_stream``)."""
+        _check_version(model_version)
+        text = generate_body(inputs, parameters)
+        data = text.encode()
+        return Call(
+            "POST",
+            _model_path(model_name, model_version, "/generate_stream" if stream else "/generate"),
+            STREAM if stream else GENERATE,
+            [data],
+            len(data),
+            headers={"Content-Type": "application/json"},
+            printable=text,
         )

@@ -109,31 +109,44 @@ class ResponseReader:
     :meth:`body_window` returns a view, the caller may receive directly into it and
     report the count with :meth:`body_received` instead of feeding (no extra copy).
     Call :meth:`eof` when the peer closes the connection.
+
+    With ``stream=True`` the body is not collected: once :attr:`head_complete`, every
+    piece of body that arrives is kept until :meth:`take_body` hands it out (for
+    responses read as they arrive, e.g. server-sent events); :meth:`head` gives the
+    status and headers.
     """
 
     __slots__ = (
         "_body",
+        "_chunked",
         "_chunks",
         "_fields",
         "_filled",
         "_keep_alive",
         "_length",
         "_parser",
+        "_pending",
+        "_pending_size",
         "_started",
         "complete",
+        "head_complete",
         "status",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, stream: bool = False) -> None:
         self._parser = httptools.HttpResponseParser(self)
         self._fields: list[tuple[bytes, bytes]] = []
         self._length = -1
+        self._chunked = False
         self._body: memoryview | None = None
         self._filled = 0
         self._chunks: list[bytes] | None = None
+        self._pending: list[bytes] | None = [] if stream else None
+        self._pending_size = 0
         self._started = False
         self._keep_alive = False
         self.complete = False
+        self.head_complete = False
         self.status = 0
 
     # -- httptools callbacks -------------------------------------------------------------
@@ -145,16 +158,22 @@ class ResponseReader:
                 self._length = int(value)
             except ValueError:
                 self._length = -1
+        elif len(name) == 17 and name.lower() == b"transfer-encoding":
+            self._chunked = b"chunked" in value.lower()
 
     def on_headers_complete(self) -> None:
         status = self._parser.get_status_code()
         if 100 <= status < 200 and status != 101:  # interim response: wait for the real one
             self._fields = []
             self._length = -1
+            self._chunked = False
             return
         self.status = status
+        self.head_complete = True
         self._keep_alive = self._parser.should_keep_alive()
-        if self._length >= 0:
+        if self._pending is not None:
+            return
+        if self._length >= 0 and not self._chunked:
             n = self._length
             # numpy skips the zero-fill of large buffers (pages are mapped as they fill)
             self._body = (
@@ -168,6 +187,9 @@ class ResponseReader:
             end = self._filled + len(data)
             self._body[self._filled : end] = data
             self._filled = end
+        elif self._pending is not None:
+            self._pending.append(data)
+            self._pending_size += len(data)
         elif self._chunks is not None:
             self._chunks.append(data)
 
@@ -206,28 +228,60 @@ class ResponseReader:
         if self._filled >= self._length:
             self.complete = True
 
+    @property
+    def close_delimited(self) -> bool:
+        """Whether the body ends when the server closes the connection."""
+        return self.head_complete and self._length < 0 and not self._chunked
+
     def eof(self) -> None:
-        """The peer closed the connection; completes a body delimited by close."""
-        if self.status and self._chunks is not None and self._length < 0:
+        """The peer closed the connection; completes a body delimited by close.
+
+        Raises ``ConnectionResetError`` (a ``TransportError``) when the response is
+        incomplete: nothing arrived, or the body was cut short.
+        """
+        if self.complete:
+            return
+        if self.status and self.close_delimited:
             self.complete = True
             return
         if not self._started:
             raise _Reset("the server closed the connection without answering")
         raise _Reset("the server closed the connection in the middle of a response")
 
+    def take_body(self) -> bytes:
+        """Stream mode: the body bytes received since the last call (may be empty)."""
+        pending = self._pending
+        if not pending:
+            return b""
+        data = pending[0] if len(pending) == 1 else b"".join(pending)
+        pending.clear()
+        self._pending_size = 0
+        return data
+
+    @property
+    def pending_size(self) -> int:
+        """Stream mode: how many bytes :meth:`take_body` would hand out."""
+        return self._pending_size
+
+    @property
+    def keep_alive(self) -> bool:
+        """Whether the connection may carry another request after this response."""
+        return self._keep_alive and not self.close_delimited
+
+    def forbid_reuse(self) -> None:
+        """Mark the connection as not reusable after this response."""
+        self._keep_alive = False
+
+    def head(self) -> Response:
+        """Status and headers (body empty); available once :attr:`head_complete`."""
+        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in self._fields]
+        return Response(self.status, headers, memoryview(b""), self.keep_alive)
+
     def response(self) -> Response:
         """The finished response (only once :attr:`complete`)."""
-        keep_alive = self._keep_alive
         if self._body is not None:
             body = self._body
         else:
             body = memoryview(bytearray(b"".join(self._chunks or ())))
-            # a body delimited by closing the connection ends the connection
-            keep_alive = keep_alive and self._chunked()
         headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in self._fields]
-        return Response(self.status, headers, body, keep_alive)
-
-    def _chunked(self) -> bool:
-        return any(
-            n.lower() == b"transfer-encoding" and b"chunked" in v.lower() for n, v in self._fields
-        )
+        return Response(self.status, headers, body, self.keep_alive)

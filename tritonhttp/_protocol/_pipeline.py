@@ -14,7 +14,8 @@ from typing import Any
 
 from .._errors import raise_error
 from .._plugin import Request
-from ._endpoints import JSON, NONE, PROBE, RESULT, Call
+from ._endpoints import GENERATE, JSON, NONE, PROBE, RESULT, Call
+from ._generate import generate_result
 from ._http import encode_request_head, header_fields
 from ._infer import Buffer, ParsedInferResponse, parse_infer_response
 from ._json import loads
@@ -55,13 +56,35 @@ class Prepared:
 class RequestContext:
     """Per-client settings of the pipeline: where requests go and how they are written."""
 
-    __slots__ = ("_fixed_tail", "base_path", "host", "user_agent", "verbose")
+    __slots__ = (
+        "_fast",
+        "_fixed_tail",
+        "base_path",
+        "host",
+        "printed_origin",
+        "user_agent",
+        "verbose",
+    )
 
-    def __init__(self, base_path: str, host: str, user_agent: str, verbose: bool) -> None:
+    def __init__(
+        self,
+        base_path: str,
+        host: str,
+        user_agent: str,
+        verbose: bool,
+        fields: bool = False,
+        printed_origin: str = "",
+    ) -> None:
+        """``fields``: always fill :attr:`Prepared.fields` (for transports that take
+        header lines rather than the request head); ``printed_origin``: what verbose
+        output prints before the request target (the asyncio client prints full URLs).
+        """
+        self.printed_origin = printed_origin
         self.base_path = base_path
         self.host = host
         self.user_agent = user_agent
         self.verbose = verbose
+        self._fast = not verbose and not fields
         self._fixed_tail = f"Host: {host}\r\n"
 
     def prepare(
@@ -78,7 +101,7 @@ class RequestContext:
         """
         method = call.method
         size = call.size
-        if not headers and plugin is None and query_params is None and not self.verbose:
+        if not headers and plugin is None and query_params is None and self._fast:
             # Fast path: the fixed layout with the library headers only.
             extra = ""
             if call.headers:
@@ -103,11 +126,12 @@ class RequestContext:
             raise_error(_TRANSFER_ENCODING_MESSAGE)
         target = request_target(self.base_path, call.path, query_params)
         if self.verbose:
+            shown = self.printed_origin + target
             if method == "GET":
-                print(f"GET {target}, headers {effective}")
+                print(f"GET {shown}, headers {effective}")
             else:
                 body = b"".join(call.body) if call.kind == RESULT else call.printable
-                print(f"POST {target}, headers {effective}\n{body}")
+                print(f"POST {shown}, headers {effective}\n{body}")
         fields = header_fields(
             self.user_agent, effective, self.host, size if method == "POST" else None
         )
@@ -126,12 +150,17 @@ def interpret(
     """The method's result for the answer ``(status, body)``; raises the server's error.
 
     PROBE -> bool (no error check); JSON -> parsed body; NONE -> None (prints the done
-    message when verbose); RESULT -> :class:`ParsedInferResponse`. ``header(name)``
-    looks up a response header.
+    message when verbose); RESULT -> :class:`ParsedInferResponse`; GENERATE -> the
+    parsed answer (an error object in it is raised). ``header(name)`` looks up a
+    response header.
     """
     kind = call.kind
     if kind == PROBE:
         return status == 200
+    if kind == GENERATE:
+        if verbose:
+            print(bytes(body))
+        return generate_result(status, body)
     error = error_for(status, body)
     if error is not None:
         raise error

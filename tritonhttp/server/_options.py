@@ -38,7 +38,6 @@ _UNSUPPORTED = {
     "pinned-memory-pool-byte-size": "pinned memory is not used by this server",
     "backend-directory": "backends are built in (only 'python')",
     "repoagent-directory": "repository agents are not supported",
-    "cache-config": "the response cache is not supported",
     "rate-limit": "the rate limiter is not supported",
     "model-namespacing": "model namespacing is not supported",
 }
@@ -88,6 +87,8 @@ class ServerOptions:
     auto_complete: bool = True
     #: where Python model instances run: "process" (a worker each) or "in-process"
     python_isolation: str = "process"
+    #: the response cache's size in bytes (``--cache-config local,size=N``); None: no cache
+    cache_size: int | None = None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -124,6 +125,9 @@ def _parser() -> argparse.ArgumentParser:
     a("--http-header-forward-pattern", default=None)
     a("--trace-config", action="append", default=[], metavar="[MODE,]KEY=VALUE")
     a("--backend-config", action="append", default=[], metavar="BACKEND,KEY=VALUE")
+    a("--cache-config", action="append", default=[], metavar="CACHE,KEY=VALUE")
+    a("--cache-directory", default=None, help="accepted; the local cache is built in")
+    a("--response-cache-byte-size", type=int, default=None, help="deprecated: local,size=N")
     a("--disable-auto-complete-config", action="store_true")
     a("--strict-model-config", type=_bool, default=None)
     a("--model-load-thread-count", type=int, default=None, help="accepted; loads are concurrent")
@@ -131,6 +135,36 @@ def _parser() -> argparse.ArgumentParser:
       help="where Python model instances run: 'process' (default: one worker process per "
       "instance) or 'in-process' (inside the server: pdb, breakpoints, coverage)")  # fmt: skip
     return p
+
+
+def _cache_size(specs: list[str], legacy_size: int | None) -> int | None:
+    """The local cache size from ``--cache-config`` (or the deprecated byte-size flag)."""
+    size: int | None = None
+    if legacy_size is not None:
+        if legacy_size < 0:
+            raise OptionsError("--response-cache-byte-size must not be negative")
+        size = legacy_size
+    for spec in specs:
+        cache, sep, setting = spec.partition(",")
+        key, eq, value = setting.partition("=")
+        if not sep or not eq or not cache or not key:
+            raise OptionsError(f"--cache-config expects <cache>,<key>=<value>, got '{spec}'")
+        if cache != "local":
+            raise OptionsError(
+                f"--cache-config: cache '{cache}' is not supported (only the built-in 'local' "
+                "cache)"
+            )
+        if key != "size":
+            raise OptionsError(f"--cache-config: the local cache has no setting '{key}'")
+        try:
+            size = int(value, 10)
+        except ValueError:
+            size = -1
+        if size < 0:
+            raise OptionsError(
+                f"--cache-config: local cache size must be a byte count, got '{value}'"
+            )
+    return size
 
 
 def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
@@ -232,6 +266,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
     opts.python_isolation = ns.python_isolation or isolation
     if ns.python_isolation:
         opts.backend_config.setdefault("python", {})["isolation"] = ns.python_isolation
+    opts.cache_size = _cache_size(ns.cache_config, ns.response_cache_byte_size)
     if opts.header_forward_pattern is not None:
         import re
 

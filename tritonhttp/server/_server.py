@@ -15,6 +15,7 @@ from ._options import ServerOptions
 from ._uvicorn import http_protocol_class, patch_uvicorn
 from .backends.python import PythonBackend
 from .core._bridge import CoreBridge
+from .core._cache import ResponseCache
 from .core._core import VERSION, ServerCore
 from .core._repository import Repository
 from .core._settings import LogSettings, TraceSettings
@@ -73,6 +74,7 @@ class Server:
             o.backend_config,
             o.strict_readiness,
             o.auto_complete,
+            ResponseCache(o.cache_size) if o.cache_size is not None else None,
         )
         self.core = ServerCore(
             self.repository,

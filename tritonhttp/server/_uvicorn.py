@@ -6,6 +6,9 @@
 * Large request bodies arrive in bigger pieces (fewer receive round trips).
 * Request header names are also kept as sent (``scope[RAW_HEADER_NAMES]``), for
   ``--http-header-forward-pattern``.
+* A client that goes away while its request is in progress is reported at once through
+  ``scope[ON_DISCONNECT]`` (a callable the application may set), without the
+  application having to keep a ``receive()`` waiting.
 
 Everything here leans on uvicorn's httptools protocol internals; when they are not what
 this module expects, the stock protocol is used unchanged.
@@ -13,12 +16,16 @@ this module expects, the stock protocol is used unchanged.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-__all__ = ["RAW_HEADER_NAMES", "http_protocol_class", "patch_uvicorn"]
+__all__ = ["ON_DISCONNECT", "RAW_HEADER_NAMES", "http_protocol_class", "patch_uvicorn"]
 
 #: scope key holding the request header names with their original case, in order
 RAW_HEADER_NAMES = "tritonhttp.raw_header_names"
+#: scope key present (value None) when the server calls ``scope[ON_DISCONNECT]()`` if the
+#: client disconnects before the response is complete
+ON_DISCONNECT = "tritonhttp.on_disconnect"
 
 
 class _CoalescingTransport:
@@ -77,10 +84,27 @@ def http_protocol_class() -> Any:
 
         def on_headers_complete(self) -> None:
             before = getattr(self, "cycle", None)
+            scope = getattr(self, "scope", None)
+            if scope is not None:
+                scope[ON_DISCONNECT] = None
             super().on_headers_complete()
             cycle = getattr(self, "cycle", None)
             if cycle is not None and cycle is not before and hasattr(cycle, "transport"):
                 cycle.transport = _CoalescingTransport(cycle.transport)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            cycle = getattr(self, "cycle", None)
+            if cycle is not None and not getattr(cycle, "response_complete", True):
+                callback = cycle.scope.get(ON_DISCONNECT)
+                if callback is not None:
+                    cycle.scope[ON_DISCONNECT] = None
+                    try:
+                        callback()
+                    except Exception:  # never let a callback break the connection's end
+                        logging.getLogger("tritonhttp.server").exception(
+                            "disconnect callback failed"
+                        )
+            super().connection_lost(exc)
 
         def on_response_complete(self) -> None:
             cycle = getattr(self, "cycle", None)

@@ -192,9 +192,15 @@ def validate_poll(cfg: ModelConfig, dir_name: str) -> None:
                         f"{name}. Allowed data types are TYPE_UINT64, TYPE_INT64, "
                         "TYPE_UINT32, TYPE_INT32 and TYPE_STRING"
                     )
+    if cfg.response_cache.enable and which == "sequence_batching":
+        raise PollError(
+            f"Response Cache does not currently support model {name or dir_name} with sequence "
+            "batching scheduler. Please disable the response cache."
+        )
     if cfg.response_cache.enable and cfg.model_transaction_policy.decoupled:
         raise PollError(
-            f"Response Cache does not currently support model {name} with 'decoupled' "
+            f"Response Cache does not currently support model {name or dir_name} with "
+            "'decoupled' "
             "transaction policy. Please disable the response cache."
         )
 

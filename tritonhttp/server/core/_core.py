@@ -46,4 +46,6 @@ class ServerCore:
 
     def __post_init__(self) -> None:
         if self.registry is None:
-            self.registry = make_registry(self.repository.loaded_versions)
+            self.registry = make_registry(
+                self.repository.loaded_versions, self.repository.response_cache
+            )

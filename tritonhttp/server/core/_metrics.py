@@ -10,9 +10,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from ._cache import ResponseCache
 from ._model import ModelVersion
+from ._stats import FAILURE_REASONS
 
-__all__ = ["MetricsCollector", "render"]
+__all__ = ["MetricsCollector", "make_registry", "render"]
 
 _COUNTERS = (
     ("nv_inference_request_success", "Number of successful inference requests, all batch sizes"),
@@ -43,6 +45,31 @@ _COUNTERS = (
         "Cumulative inference compute output duration in microseconds (does not include "
         "cached requests)",
     ),
+)
+
+
+#: per-model cache counters (only for versions that use the response cache)
+_CACHE_COUNTERS = (
+    ("nv_cache_num_hits_per_model", "Number of cache hits per model"),
+    ("nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds"),
+    ("nv_cache_num_misses_per_model", "Number of cache misses per model"),
+    (
+        "nv_cache_miss_duration_per_model",
+        "Total cache miss (insert+lookup) duration per model, in microseconds",
+    ),
+)
+
+#: server-wide cache gauges (with ``--cache-config``); Triton 2.51's local cache leaves
+#: all but the utilisation at 0, and so does this server
+_CACHE_GAUGES = (
+    ("nv_cache_util", "Cache utilization [0.0 - 1.0]"),
+    ("nv_cache_num_entries", "Number of responses stored in response cache"),
+    ("nv_cache_num_hits", "Number of cache hits in response cache"),
+    ("nv_cache_num_misses", "Number of cache misses in response cache"),
+    ("nv_cache_num_lookups", "Number of cache lookups in response cache"),
+    ("nv_cache_num_evictions", "Number of cache evictions in response cache"),
+    ("nv_cache_lookup_duration", "Total cache lookup duration (hit and miss), in microseconds"),
+    ("nv_cache_insertion_duration", "Total cache insertion duration, in microseconds"),
 )
 
 
@@ -91,13 +118,18 @@ def _memory() -> tuple[int, int]:
 class MetricsCollector(Collector):
     """Reads the statistics of every loaded version at scrape time."""
 
-    def __init__(self, versions: Callable[[], list[ModelVersion]]) -> None:
+    def __init__(
+        self, versions: Callable[[], list[ModelVersion]], cache: ResponseCache | None = None
+    ) -> None:
         self._versions = versions
+        self._cache = cache
         self._cpu = _CpuSampler()
 
     def collect(self) -> Iterator[Metric]:
         versions = self._versions()
         families = {name: Metric(name, doc, "counter") for name, doc in _COUNTERS}
+        cache_families = {name: Metric(name, doc, "counter") for name, doc in _CACHE_COUNTERS}
+        with_cache = False
         pending = Metric(
             "nv_inference_pending_request_count",
             "Instantaneous number of pending requests awaiting execution per-model.",
@@ -110,12 +142,12 @@ class MetricsCollector(Collector):
             fam["nv_inference_request_success"].add_sample(
                 "nv_inference_request_success", labels, st["success"][0]
             )
-            for reason in ("REJECTED", "CANCELED", "BACKEND", "OTHER"):
-                value = st["fail"][0] if reason == "BACKEND" else 0
+            failures = mv.stats.failures
+            for reason in FAILURE_REASONS:
                 fam["nv_inference_request_failure"].add_sample(
                     "nv_inference_request_failure",
                     {"model": mv.name, "reason": reason, "version": str(mv.version)},
-                    value,
+                    failures[reason],
                 )
             fam["nv_inference_count"].add_sample(
                 "nv_inference_count", labels, mv.stats.inference_count
@@ -132,8 +164,19 @@ class MetricsCollector(Collector):
             ):
                 ns = (st["success"][1] + st["fail"][1]) if stage is None else st[stage][1]
                 fam[family].add_sample(family, labels, ns // 1000)
+            if mv.cache is not None:
+                hit, miss = st["cache_hit"], st["cache_miss"]
+                for (family, _), value in zip(
+                    _CACHE_COUNTERS,
+                    (hit[0], hit[1] // 1000, miss[0], miss[1] // 1000),
+                    strict=True,
+                ):
+                    cache_families[family].add_sample(family, labels, value)
+                with_cache = True
             pending.add_sample("nv_inference_pending_request_count", labels, mv.pending)
         yield from families.values()
+        if with_cache:
+            yield from cache_families.values()
         yield pending
         for name, doc, value in (
             (
@@ -161,11 +204,19 @@ class MetricsCollector(Collector):
             m = Metric(name, doc, "gauge")
             m.add_sample(name, {}, value)
             yield m
+        cache = self._cache
+        if cache is not None:
+            for name, doc in _CACHE_GAUGES:
+                m = Metric(name, doc, "gauge")
+                m.add_sample(name, {}, cache.utilization if name == "nv_cache_util" else 0)
+                yield m
 
 
-def make_registry(versions: Callable[[], list[ModelVersion]]) -> CollectorRegistry:
+def make_registry(
+    versions: Callable[[], list[ModelVersion]], cache: ResponseCache | None = None
+) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(MetricsCollector(versions))
+    registry.register(MetricsCollector(versions, cache))
     return registry
 
 

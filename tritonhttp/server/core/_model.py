@@ -1,10 +1,10 @@
 """A loaded model version: request admission (Triton's validation, in Triton's order and
-words), decoding of binary inputs, and the queue in front of its instances."""
+words), decoding of binary inputs, the response cache, and the scheduler in front of its
+instances (:mod:`._scheduler`, :mod:`._sequence`)."""
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import struct
 import time
 from typing import Any
@@ -14,11 +14,15 @@ import numpy as np
 from ...utils._bytes import BytesFramingError, unpack_items
 from ...utils._dtypes import TRITON_TO_NUMPY
 from ._backend_api import ModelInstance
+from ._cache import ResponseCache
 from ._config import wire_datatype
-from ._errors import Code, CoreError
+from ._errors import CoreError
+from ._queue import PriorityQueue
+from ._scheduler import BatchingRules, DynamicBatcher, FifoScheduler, Refusal, Scheduler
+from ._sequence import SequenceBatcher
 from ._stats import ModelStats
 from ._types import ExecutionTimes, InferRequest, InferResponse, InputTensor
-from .model_config_pb2 import ModelConfig, ModelSequenceBatching
+from .model_config_pb2 import ModelConfig
 
 __all__ = ["ModelVersion"]
 
@@ -71,24 +75,29 @@ class ModelVersion:
         self._outputs: set[str] = set()
         self.output_names: list[str] = []
         self._max_batch = 0
-        self._idle: collections.deque[ModelInstance] = collections.deque()
-        self._queue: collections.deque[tuple[InferRequest, asyncio.Future[InferResponse]]] = (
-            collections.deque()
-        )
-        self._max_queue = 0
-        self._dynamic = False
-        self._sequence: _Sequences | None = None
+        self.scheduler: Scheduler | None = None
+        self._sequence: SequenceBatcher | None = None
+        #: the server's response cache, when this version uses it
+        self.cache: ResponseCache | None = None
         self.labels: dict[str, list[str]] = {}
         #: ``"model_name":...,"model_version":...`` as response JSON (built once)
         self.wire_prefix = b""
 
     # ------------------------------------------------------------------ setup
 
-    def activate(self, config: ModelConfig, instances: list[ModelInstance]) -> None:
-        """Take the final config and the created instances; the version becomes READY."""
+    def activate(
+        self,
+        config: ModelConfig,
+        instances: list[ModelInstance],
+        cache: ResponseCache | None = None,
+    ) -> None:
+        """Take the final config and the created instances; the version becomes READY.
+
+        ``cache`` is the server's response cache; the version uses it when its config
+        enables ``response_cache``.
+        """
         self.config = config
         self.instances = instances
-        self._idle = collections.deque(instances)
         self.decoupled = config.model_transaction_policy.decoupled
         self._max_batch = config.max_batch_size
         self._inputs = {
@@ -106,11 +115,24 @@ class ModelVersion:
         self.output_names = [o.name for o in config.output]
         self._outputs = set(self.output_names)
         which = config.WhichOneof("scheduling_choice")
-        self._dynamic = which == "dynamic_batching"
-        if self._dynamic and config.dynamic_batching.HasField("default_queue_policy"):
-            self._max_queue = config.dynamic_batching.default_queue_policy.max_queue_size
+        self._sequence = None
+        scheduler: Scheduler
         if which == "sequence_batching":
-            self._sequence = _Sequences(config, len(instances))
+            scheduler = self._sequence = SequenceBatcher(
+                config, instances, self._execute, self.stats
+            )
+        elif which == "dynamic_batching":
+            scheduler = DynamicBatcher(
+                instances,
+                self._execute,
+                self.stats,
+                BatchingRules.from_config(config),
+                PriorityQueue(config.dynamic_batching),
+            )
+        else:
+            scheduler = FifoScheduler(instances, self._execute, self.stats)
+        self.scheduler = scheduler
+        self.cache = cache if cache is not None and config.response_cache.enable else None
         self.state = "READY"
         self.reason = ""
 
@@ -201,9 +223,7 @@ class ModelVersion:
                 t.shape = shape
                 t.array = t.array.reshape(shape)
         if self._sequence is not None:
-            self._sequence.admit(req, name)
-        if self._max_queue and len(self._queue) >= self._max_queue and not self._idle:
-            raise CoreError(f"{prefix}Exceeds maximum queue size", Code.UNAVAILABLE)
+            self._sequence.check(req)
 
     def _count_error(self, req: InferRequest, prefix: str) -> None:
         assert self.config is not None
@@ -340,20 +360,18 @@ class ModelVersion:
     # ------------------------------------------------------------------ scheduling
 
     async def infer(self, req: InferRequest) -> InferResponse:
-        """Queue an admitted request and wait for its response."""
+        """Answer an admitted request (from the cache, or through the scheduler).
+
+        Raises CoreError when the scheduler refuses it outright (queue full).
+        """
+        scheduler = self.scheduler
+        assert scheduler is not None
         self.in_flight += 1
         try:
-            if self._sequence is not None:
-                return await self._sequence.run(self, req)
-            if self._idle and not self._queue:
-                inst = self._idle.popleft()
-                try:
-                    return (await self._execute(inst, [req]))[0]
-                finally:
-                    self._release(inst)
-            fut: asyncio.Future[InferResponse] = asyncio.get_running_loop().create_future()
-            self._queue.append((req, fut))
-            return await fut
+            cache = self.cache
+            if cache is None:
+                return await scheduler.infer(req)
+            return await self._infer_cached(cache, scheduler, req)
         finally:
             self.in_flight -= 1
             if self.in_flight == 0 and self._drain_waiters:
@@ -362,58 +380,72 @@ class ModelVersion:
                         waiter.set_result(None)
                 self._drain_waiters.clear()
 
-    def _release(self, inst: ModelInstance) -> None:
-        if not self._queue:
-            self._idle.append(inst)
-            return
-        batch = [self._queue.popleft()]
-        if self._dynamic and self._max_batch > 0:
-            total = batch[0][0].batch_size
-            while self._queue and total + self._queue[0][0].batch_size <= self._max_batch:
-                item = self._queue.popleft()
-                total += item[0].batch_size
-                batch.append(item)
-        asyncio.get_running_loop().create_task(self._run_queued(inst, batch))
+    async def _infer_cached(
+        self, cache: ResponseCache, scheduler: Scheduler, req: InferRequest
+    ) -> InferResponse:
+        t0 = time.monotonic_ns()
+        key = cache.key(self.name, self.version, req)
+        hit = cache.lookup(key)
+        t1 = time.monotonic_ns()
+        cache.stats.lookup_ns += t1 - t0
+        if hit is not None:
+            self.stats.record_cache_hit(t1 - req.start_ns, t1 - t0)
+            return hit
+        response = await scheduler.infer(req)
+        if not isinstance(response, Refusal):
+            t2 = time.monotonic_ns()
+            existed = cache.contains(key)
+            cache.insert(key, response)
+            t3 = time.monotonic_ns()
+            cache.stats.insertion_ns += t3 - t2
+            if not existed:
+                self.stats.record_cache_miss((t1 - t0) + (t3 - t2))
+        return response
 
-    async def _run_queued(
-        self, inst: ModelInstance, batch: list[tuple[InferRequest, asyncio.Future[InferResponse]]]
-    ) -> None:
-        try:
-            live = [(r, f) for r, f in batch if not f.done()]
-            if live:
-                responses = await self._execute(inst, [r for r, _ in live])
-                for (_, fut), resp in zip(live, responses, strict=False):
-                    if not fut.done():
-                        fut.set_result(resp)
-        except BaseException as e:  # never leave a waiter hanging
-            for _, fut in batch:
-                if not fut.done():
-                    fut.set_exception(e)
-            if not isinstance(e, Exception):
-                raise
-        finally:
-            self._release(inst)
+    def cancel(self, req: InferRequest) -> None:
+        """The client went away: drop the request if queued, else flag it cancelled."""
+        req.cancelled = True
+        if self.scheduler is not None:
+            self.scheduler.cancel(req)
 
     async def _execute(
-        self, inst: ModelInstance, requests: list[InferRequest]
+        self, inst: ModelInstance, requests: list[InferRequest], nulls: tuple[int, ...] = ()
     ) -> list[InferResponse]:
+        """Run one batch on ``inst`` and count it. ``nulls`` are the positions of
+        sequence-batcher padding requests: part of the batch size, not inferences."""
         t0 = time.monotonic_ns()
         times = ExecutionTimes()
         responses = await inst.execute(requests, times)
         t1 = time.monotonic_ns()
-        batch = sum(r.batch_size for r in requests)
+        batch = 0
+        for r in requests:
+            batch += r.batch_size
         stats = self.stats
         failed = all(resp.failed for resp in responses)
-        stats.record_execution(
-            batch, len(requests), times.input_ns, times.infer_ns, times.output_ns, failed
-        )
-        for r, resp in zip(requests, responses, strict=False):
+        pairs = zip(requests, responses, strict=False)
+        if nulls:
+            real = [pair for i, pair in enumerate(pairs) if i not in nulls]
+            stats.record_execution(
+                batch, len(real), times.input_ns, times.infer_ns, times.output_ns, failed,
+                sum(r.batch_size for r, _ in real),
+            )  # fmt: skip
+        else:
+            real = pairs  # type: ignore[assignment]
+            stats.record_execution(
+                batch, len(requests), times.input_ns, times.infer_ns, times.output_ns, failed
+            )
+        for r, resp in real:
             stats.record_request(not resp.failed, t1 - r.start_ns, t0 - r.start_ns)
         return responses
 
     @property
     def pending(self) -> int:
-        return len(self._queue)
+        return self.scheduler.pending if self.scheduler is not None else 0
+
+    def close(self) -> None:
+        """Stop the scheduler's timers (the version is unloading)."""
+        if self.scheduler is not None:
+            self.scheduler.close()
 
     async def drain(self) -> None:
         """Wait until no request is in flight."""
@@ -421,88 +453,3 @@ class ModelVersion:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._drain_waiters.append(waiter)
             await waiter
-
-
-class _Sequences:
-    """Sequence batcher basics: correlation-id rules, control inputs, sticky instances."""
-
-    def __init__(self, config: ModelConfig, n_instances: int) -> None:
-        self.active: dict[int | str, int] = {}
-        self._locks: list[asyncio.Lock] = []
-        self._n = n_instances
-        self._next = 0
-        self._controls: list[tuple[str, int, str, list[Any]]] = []
-        sb = config.sequence_batching
-        kind = ModelSequenceBatching.Control
-        for ci in sb.control_input:
-            for ctl in ci.control:
-                wire = wire_datatype(ctl.data_type) if ctl.data_type else ""
-                if ctl.fp32_false_true:
-                    values: list[Any] = list(ctl.fp32_false_true)
-                    wire = "FP32"
-                elif ctl.int32_false_true:
-                    values = list(ctl.int32_false_true)
-                    wire = "INT32"
-                elif ctl.bool_false_true:
-                    values = list(ctl.bool_false_true)
-                    wire = "BOOL"
-                else:
-                    values = []
-                self._controls.append((ci.name, ctl.kind, wire, values))
-        self._kind = kind
-        self._batching = config.max_batch_size > 0
-
-    def admit(self, req: InferRequest, model: str) -> None:
-        cid = req.correlation_id
-        if cid == 0 or cid == "":
-            raise CoreError(
-                f"inference request to model '{model}' must specify a non-zero or non-empty "
-                "correlation ID"
-            )
-        start = bool(req.flags & 1)
-        if cid not in self.active and not start:
-            raise CoreError(
-                f"inference request for sequence {cid} to model '{model}' must specify the "
-                "START flag on the first request of the sequence"
-            )
-
-    def _control_tensors(self, req: InferRequest) -> list[InputTensor]:
-        out: list[InputTensor] = []
-        shape = [1, 1] if self._batching else [1]
-        k = self._kind
-        order: dict[int, int] = {k.CONTROL_SEQUENCE_READY: 0, k.CONTROL_SEQUENCE_CORRID: 1,
-                 k.CONTROL_SEQUENCE_END: 2, k.CONTROL_SEQUENCE_START: 3}  # fmt: skip
-        for name, kind, wire, values in sorted(self._controls, key=lambda c: order[c[1]]):
-            if kind == k.CONTROL_SEQUENCE_CORRID:
-                cid = req.correlation_id
-                if wire == "BYTES":
-                    arr = np.empty(shape, dtype=np.object_)
-                    arr[...] = str(cid).encode()
-                else:
-                    arr = np.full(shape, cid if isinstance(cid, int) else 0, TRITON_TO_NUMPY[wire])
-            else:
-                if kind == k.CONTROL_SEQUENCE_START:
-                    flag = bool(req.flags & 1)
-                elif kind == k.CONTROL_SEQUENCE_END:
-                    flag = bool(req.flags & 2)
-                else:
-                    flag = True
-                value = values[1] if flag and len(values) > 1 else (values[0] if values else 0)
-                arr = np.full(shape, value, TRITON_TO_NUMPY[wire])
-            out.append(InputTensor(name, wire, shape, array=arr))
-        return out
-
-    async def run(self, model: ModelVersion, req: InferRequest) -> InferResponse:
-        if not self._locks:
-            self._locks = [asyncio.Lock() for _ in range(self._n)]
-        cid = req.correlation_id
-        if req.flags & 1 or cid not in self.active:
-            self.active[cid] = self._next % self._n
-            self._next += 1
-        slot = self.active[cid]
-        if req.flags & 2:
-            del self.active[cid]
-        controls = self._control_tensors(req)
-        req.inputs = {**{t.name: t for t in controls}, **req.inputs}
-        async with self._locks[slot]:
-            return (await model._execute(model.instances[slot], [req]))[0]

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import _json
 from ._backend_api import Backend, LoadContext, ModelInstance
+from ._cache import ResponseCache
 from ._config import (
     ModelConfig,
     PollError,
@@ -80,8 +81,11 @@ class Repository:
         backend_config: dict[str, dict[str, str]] | None = None,
         strict_readiness: bool = True,
         auto_complete: bool = True,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         self.repositories = [Path(r) for r in repositories]
+        #: the server's response cache (``--cache-config``), None without one
+        self.response_cache = response_cache
         self.mode = mode
         self.backends = backends or {}
         self.backend_config = backend_config or {}
@@ -394,7 +398,7 @@ class Repository:
                         await backend.create_instance(ctx, cfg, text, gi, i, f"{group.name}_{i}")
                     )
             mv.config_json = config_json
-            mv.activate(cfg, instances)
+            mv.activate(cfg, instances, self.response_cache)
             await _warm_up(mv, cfg, model_dir)
         except CoreError as e:
             for inst in instances:
@@ -414,6 +418,7 @@ class Repository:
 
     async def _finish_unload(self, mv: ModelVersion) -> None:
         await mv.drain()
+        mv.close()
         for inst in mv.instances:
             await inst.finalize()
         mv.instances = []

@@ -1,16 +1,34 @@
-"""System shared-memory regions registered by clients (POSIX ``shm_open`` objects)."""
+"""Shared-memory regions registered by clients: one namespace for system and CUDA regions.
+
+System regions are POSIX ``shm_open`` objects mapped once at registration. Inference
+reads an input region in place (the model gets a numpy view of the mapping, no copy) and
+writes an output straight into its region. Semantics follow Triton 2.51 (messages, check
+order, in-use rules) except for its bugs: a region registered at a non-zero offset is
+addressed relative to that offset and bounded by its own byte size (2.51 checked the
+bounds against ``offset + byte_size`` and applied the offset twice), and several regions
+may share one key (2.51 answered ``Invalid shared memory region``).
+
+A mapping is never unmapped while a view of it is alive (numpy arrays a model kept, a
+response still being sent): ``mmap.close`` refuses then, and the memory goes when the last
+view does. A client that shrinks a registered object (``ftruncate``) would make accesses
+past the new end fault; the size is checked before every read and write.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import mmap
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from ._cuda_shm import IPC_HANDLE_SIZE, CudaDevice, CudaPythonDevice, CudaRegion, open_region
 from ._errors import Code, CoreError
 
-__all__ = ["Region", "SharedMemoryRegistry"]
+__all__ = ["Region", "RegionSlice", "SharedMemoryRegistry", "SystemRegion"]
 
 _posixshmem: Any
 try:  # CPython's own binding of shm_open (POSIX only)
@@ -18,10 +36,14 @@ try:  # CPython's own binding of shm_open (POSIX only)
 except ImportError:  # pragma: no cover - Windows
     _posixshmem = None
 
+_U64 = 1 << 64
+#: mmap(2) refuses lengths above the user address space (x86-64: 2**47 - one page)
+_MAX_MAP_LENGTH = (1 << 47) - mmap.PAGESIZE
+
 
 @dataclass(eq=False)
-class Region:
-    """A registered region: ``byte_size`` bytes at ``offset`` in the object ``key``."""
+class SystemRegion:
+    """A registered system region: ``byte_size`` bytes at ``offset`` in the object ``key``."""
 
     name: str
     key: str
@@ -30,7 +52,8 @@ class Region:
     view: memoryview
     _map: mmap.mmap
     users: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    kind = "system"
 
     def status(self) -> dict[str, Any]:
         return {
@@ -40,107 +63,227 @@ class Region:
             "byte_size": self.byte_size,
         }
 
-    def close(self) -> None:
-        self.view.release()
-        with contextlib.suppress(BufferError):  # views still alive: the map goes with them
+    def _check_backing(self) -> None:
+        """Refuse to touch pages the client cut off its object (they would SIGBUS)."""
+        try:
+            size = self._map.size()  # fstat of the mapping's own descriptor
+        except (OSError, ValueError):
+            size = -1
+        if size < self.offset + self.byte_size:
+            raise CoreError(
+                f"shared memory region '{self.name}' is no longer usable: its object "
+                f"'{self.key}' was truncated to {max(size, 0)} bytes after registration",
+                Code.INTERNAL,
+            )
+
+    def read(self, offset: int, byte_size: int) -> memoryview:
+        """``[offset, offset+byte_size)`` of the region, in place (no copy)."""
+        self._check_backing()
+        return self.view[offset : offset + byte_size]
+
+    def write(self, offset: int, data: bytes | memoryview) -> None:
+        """Copy ``data`` to ``offset`` (skipped when it already is that very memory)."""
+        source = memoryview(data)
+        if source.ndim != 1 or source.format != "B":
+            source = source.cast("B")
+        n = source.nbytes
+        if not n:
+            return
+        self._check_backing()
+        target = self.view[offset : offset + n]
+        if _address(target) == _address(source):
+            return  # an output that is a view of its own destination (identity in place)
+        target[:] = source
+
+    def close(self) -> bool:
+        """Unmap; False if views are still alive (the mapping goes with the last of them)."""
+        with contextlib.suppress(BufferError):  # only slices are handed out: not expected
+            self.view.release()
+        try:
             self._map.close()
+        except BufferError:
+            return False
+        return True
+
+
+Region = SystemRegion | CudaRegion
+
+
+@dataclass(slots=True)
+class RegionSlice:
+    """The part of a region an input or output names (bounds already checked)."""
+
+    region: Region
+    offset: int
+    byte_size: int
+
+    def read(self) -> memoryview:
+        return self.region.read(self.offset, self.byte_size)
+
+    def write(self, data: bytes | memoryview) -> None:
+        self.region.write(self.offset, data)
+
+
+def _address(view: memoryview) -> int:
+    return int(np.frombuffer(view, dtype=np.uint8).__array_interface__["data"][0])
 
 
 class SharedMemoryRegistry:
-    """The system shared-memory namespace (CUDA regions would share it)."""
+    """Every registered region, system and CUDA, by name (one namespace, as in Triton)."""
 
-    def __init__(self) -> None:
-        self.regions: dict[str, Region] = {}
+    def __init__(self, cuda: CudaDevice | None = None) -> None:
+        self._regions: dict[str, Region] = {}
+        self._cuda = cuda
+
+    # ------------------------------------------------------------------ queries
+
+    def status(self, name: str | None = None, kind: str = "system") -> list[dict[str, Any]]:
+        """Status entries of one kind, sorted by name; or of one region (404s as Triton)."""
+        if name is None:
+            return [r.status() for k, r in sorted(self._regions.items()) if r.kind == kind]
+        region = self._regions.get(name)
+        if region is None:
+            label = "system" if kind == "system" else "cuda"
+            raise CoreError(
+                f"Unable to find {label} shared memory region: '{name}'", Code.NOT_FOUND
+            )
+        if region.kind != kind:
+            registered = "CUDA" if region.kind == "cuda" else "system"
+            other = "system" if region.kind == "cuda" else "CUDA"
+            raise CoreError(
+                f"The region named '{name}' is registered as {registered} shared memory, "
+                f"not {other} shared memory",
+                Code.NOT_FOUND,
+            )
+        return [region.status()]
+
+    def lookup(self, name: str, offset: int, byte_size: int) -> RegionSlice:
+        """``[offset, offset+byte_size)`` of a region, bounds checked with Triton's texts."""
+        region = self._regions.get(name)
+        if region is None:
+            raise CoreError(f"Unable to find shared memory region: '{name}'", Code.NOT_FOUND)
+        if offset >= region.byte_size:
+            raise CoreError(f"Invalid offset for shared memory region: '{name}'")
+        if byte_size == 0 or offset + byte_size > region.byte_size:
+            raise CoreError(f"Invalid offset + byte size for shared memory region: '{name}'")
+        return RegionSlice(region, offset, byte_size)
+
+    # ------------------------------------------------------------------ system regions
 
     def register(self, name: str, key: str, offset: int, byte_size: int) -> None:
-        if name in self.regions:
+        """Map ``[offset, offset+byte_size)`` of the POSIX object ``key`` as ``name``."""
+        if name in self._regions:
             raise CoreError(
                 f"shared memory region '{name}' already in manager", Code.ALREADY_EXISTS
             )
-        if _posixshmem is None:
+        if _posixshmem is None:  # pragma: no cover - Windows
             raise CoreError(
                 "system shared memory is not supported on this platform", Code.UNSUPPORTED
             )
         try:
-            fd = _posixshmem.shm_open(key, os.O_RDWR, mode=0o600)
+            # glibc's shm_open adds O_NOFOLLOW and refuses names with an inner '/', so a
+            # key never leaves /dev/shm nor follows a link; O_NONBLOCK keeps a FIFO there
+            # from blocking (its size, 0, fails the checks below).
+            fd = _posixshmem.shm_open(key, os.O_RDWR | os.O_NONBLOCK, mode=0o600)
         except (OSError, ValueError):
             raise CoreError(
                 f"Unable to open shared memory region: '{key}'", Code.INTERNAL
             ) from None
         try:
-            size = os.fstat(fd).st_size
-            if offset + byte_size > size:
-                raise CoreError(
-                    f"failed to register shared memory region '{name}': invalid args",
-                    Code.INVALID_ARG,
-                )
-            if byte_size == 0 or offset % mmap.ALLOCATIONGRANULARITY:
-                raise CoreError(
-                    f"failed to register shared memory region '{name}': unable to process "
-                    "address spaceInvalid argument",
-                    Code.INVALID_ARG,
-                )
-            try:
-                mapping = mmap.mmap(fd, byte_size, offset=offset)
-            except (OSError, ValueError) as e:
-                raise CoreError(
-                    f"failed to register shared memory region '{name}': unable to process "
-                    "address "
-                    f"space{os.strerror(e.errno) if isinstance(e, OSError) and e.errno else e}",
-                    Code.INVALID_ARG,
-                ) from None
+            mapping = _map(fd, name, offset, byte_size)
         finally:
             os.close(fd)
-        self.regions[name] = Region(name, key, offset, byte_size, memoryview(mapping), mapping)
+        self._regions[name] = SystemRegion(
+            name, key, offset, byte_size, memoryview(mapping), mapping
+        )
 
-    def status(self, name: str | None = None) -> list[dict[str, Any]]:
-        if name is None:
-            return [self.regions[k].status() for k in sorted(self.regions)]
-        region = self.regions.get(name)
-        if region is None:
-            raise CoreError(f"Unable to find system shared memory region: '{name}'", Code.NOT_FOUND)
-        return [region.status()]
+    # ------------------------------------------------------------------ CUDA regions
 
-    def unregister(self, name: str | None = None) -> None:
+    def register_cuda(self, name: str, raw_handle: bytes, device_id: int, byte_size: int) -> None:
+        """Open a CUDA IPC handle (64 bytes) on ``device_id`` as region ``name``."""
+        if len(raw_handle) != IPC_HANDLE_SIZE:
+            raise CoreError("'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t")
+        if name in self._regions:
+            raise CoreError(
+                f"shared memory region '{name}' already in manager", Code.ALREADY_EXISTS
+            )
+        if self._cuda is None:
+            self._cuda = CudaPythonDevice()
+        self._regions[name] = open_region(self._cuda, name, raw_handle, device_id, byte_size)
+
+    # ------------------------------------------------------------------ unregister
+
+    def unregister(self, name: str | None = None, kind: str = "system") -> None:
+        """Drop one region of ``kind`` (absent or other kind: nothing), or all of them."""
         if name is not None:
-            region = self.regions.get(name)
-            if region is None:
+            region = self._regions.get(name)
+            if region is None or region.kind != kind:
                 return
             if region.users:
                 raise CoreError(
                     f"Cannot unregister shared memory region '{name}', it is currently in use.",
                     Code.INTERNAL,
                 )
-            del self.regions[name]
-            region.close()
+            self._drop(region)
             return
-        busy = []
-        for key in sorted(self.regions):
-            region = self.regions[key]
-            if region.users:
-                busy.append(key)
+        failed = []
+        for key in sorted(self._regions):
+            region = self._regions[key]
+            if region.kind != kind:
                 continue
-            del self.regions[key]
-            region.close()
-        if busy:
+            if region.users:
+                failed.append(key)
+                continue
+            try:
+                self._drop(region)
+            except CoreError:
+                failed.append(key)
+        if failed:
+            label = "system" if kind == "system" else "cuda"
             raise CoreError(
-                "Failed to unregister the following system shared memory regions: "
-                + "".join(f"{b} ," for b in busy),
+                f"Failed to unregister the following {label} shared memory regions: "
+                + "".join(f"{b} ," for b in failed),
                 Code.INTERNAL,
             )
 
-    def lookup(self, name: str, offset: int, byte_size: int) -> tuple[Region, memoryview]:
-        """The bytes ``[offset, offset+byte_size)`` of a region, bounds checked."""
-        region = self.regions.get(name)
-        if region is None:
-            raise CoreError(f"Unable to find shared memory region: '{name}'", Code.NOT_FOUND)
-        if offset >= region.byte_size and not (offset == 0 and region.byte_size == 0):
-            raise CoreError(f"Invalid offset for shared memory region: '{name}'")
-        if byte_size == 0 or offset + byte_size > region.byte_size:
-            raise CoreError(f"Invalid offset + byte size for shared memory region: '{name}'")
-        return region, region.view[offset : offset + byte_size]
+    def _drop(self, region: Region) -> None:
+        if isinstance(region, CudaRegion):
+            region.close()  # raises (and the region stays) when CUDA refuses
+            del self._regions[region.name]
+            return
+        del self._regions[region.name]
+        if not region.close():
+            # A view may only be held by garbage awaiting collection: collect once, retry.
+            gc.collect()
+            with contextlib.suppress(BufferError):
+                region._map.close()
 
     def close(self) -> None:
-        for region in self.regions.values():
-            region.close()
-        self.regions.clear()
+        """Unregister everything (server shutdown); never raises."""
+        for region in list(self._regions.values()):
+            with contextlib.suppress(CoreError):
+                self._drop(region)
+        self._regions.clear()
+
+
+def _map(fd: int, name: str, offset: int, byte_size: int) -> mmap.mmap:
+    """mmap ``[offset, offset+byte_size)`` of ``fd`` with Triton's checks and messages."""
+    size = os.fstat(fd).st_size
+    # Triton adds the two as size_t: a sum past 2**64 wraps around (and then mmap refuses)
+    if (offset + byte_size) % _U64 > size:
+        raise CoreError(f"failed to register shared memory region '{name}': invalid args")
+    if byte_size == 0 or offset % mmap.PAGESIZE:
+        problem = os.strerror(22)  # EINVAL
+    elif byte_size > _MAX_MAP_LENGTH:
+        problem = os.strerror(12)  # ENOMEM
+    elif offset + byte_size >= 1 << 63:
+        problem = os.strerror(75)  # EOVERFLOW: past the largest file offset
+    else:
+        try:
+            return mmap.mmap(fd, byte_size, offset=offset)
+        except (OSError, ValueError, OverflowError) as e:
+            problem = os.strerror(e.errno) if isinstance(e, OSError) and e.errno else str(e)
+    raise CoreError(
+        f"failed to register shared memory region '{name}': unable to process address space"
+        + problem
+    )

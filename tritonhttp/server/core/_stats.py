@@ -1,19 +1,50 @@
-"""Per-version inference statistics (the statistics extension and the metrics share them)."""
+"""Per-version inference statistics (the statistics extension and the metrics share them).
+
+What counts where, as Triton 2.51 counts it:
+
+* an ``execute`` adds one execution and, unless it failed, its real requests to
+  ``inference_count`` and the compute stages; ``batch_stats`` is keyed by the batch size
+  the model saw (sequence-batcher padding included);
+* every answered request adds to ``success`` (with its queue time) or ``fail``;
+* a request the scheduler refuses after queueing it (timeout, cancellation) is a
+  ``fail`` with reason REJECTED or CANCELED; queue-full and validation errors count nowhere;
+* a response-cache hit is a ``success`` with a ``queue`` entry and a ``cache_hit``, no
+  execution; a miss adds ``cache_miss`` when its response comes back.
+"""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-__all__ = ["ModelStats"]
+__all__ = ["FAILURE_REASONS", "ModelStats"]
 
-_STAGES = ("success", "fail", "queue", "compute_input", "compute_infer", "compute_output")
+_STAGES = (
+    "success",
+    "fail",
+    "queue",
+    "compute_input",
+    "compute_infer",
+    "compute_output",
+    "cache_hit",
+    "cache_miss",
+)
+
+#: the ``reason`` label values of ``nv_inference_request_failure``, in Triton's order
+FAILURE_REASONS = ("REJECTED", "CANCELED", "BACKEND", "OTHER")
 
 
 class ModelStats:
     """Counts and nanosecond totals as ``GET .../stats`` reports them."""
 
-    __slots__ = ("batches", "execution_count", "inference_count", "last_inference", "stages")
+    __slots__ = (
+        "batches",
+        "execution_count",
+        "failures",
+        "inference_count",
+        "last_inference",
+        "stages",
+    )
 
     def __init__(self) -> None:
         self.last_inference = 0
@@ -21,6 +52,8 @@ class ModelStats:
         self.execution_count = 0
         self.stages: dict[str, list[int]] = {k: [0, 0] for k in _STAGES}
         self.batches: dict[int, list[int]] = {}
+        #: failed requests per reason (the metrics' ``reason`` label)
+        self.failures: dict[str, int] = dict.fromkeys(FAILURE_REASONS, 0)
 
     def record_execution(
         self,
@@ -30,11 +63,16 @@ class ModelStats:
         infer_ns: int,
         output_ns: int,
         failed: bool = False,
+        inferences: int | None = None,
     ) -> None:
-        """One ``execute``; a failed one shows only in the execution and batch counts."""
+        """One ``execute``; a failed one shows only in the execution and batch counts.
+
+        ``batch_size`` is what the model saw (``batch_stats``); ``inferences`` the part
+        of it that came from real requests (defaults to ``batch_size``).
+        """
         self.execution_count += 1
         if not failed:
-            self.inference_count += batch_size
+            self.inference_count += batch_size if inferences is None else inferences
             self.last_inference = time.time_ns() // 1_000_000
             st = self.stages
             for key, ns in (
@@ -44,7 +82,9 @@ class ModelStats:
             ):
                 st[key][0] += requests
                 st[key][1] += ns
-        b = self.batches.setdefault(batch_size, [0, 0, 0, 0, 0, 0])
+        b = self.batches.get(batch_size)
+        if b is None:
+            b = self.batches[batch_size] = [0, 0, 0, 0, 0, 0]
         b[0] += 1
         b[1] += input_ns
         b[2] += 1
@@ -53,14 +93,47 @@ class ModelStats:
         b[5] += output_ns
 
     def record_request(self, ok: bool, total_ns: int, queue_ns: int) -> None:
+        """A request the model answered (``ok``) or failed on (reason BACKEND)."""
         st = self.stages
-        s = st["success" if ok else "fail"]
-        s[0] += 1
-        s[1] += total_ns
         if ok:
+            s = st["success"]
+            s[0] += 1
+            s[1] += total_ns
             q = st["queue"]
             q[0] += 1
             q[1] += queue_ns
+        else:
+            s = st["fail"]
+            s[0] += 1
+            s[1] += total_ns
+            self.failures["BACKEND"] += 1
+
+    def record_failure(self, reason: str, total_ns: int) -> None:
+        """A request the scheduler gave up on: ``REJECTED`` (timeout) or ``CANCELED``."""
+        s = self.stages["fail"]
+        s[0] += 1
+        s[1] += max(0, total_ns)
+        self.failures[reason] += 1
+
+    def record_cache_hit(self, total_ns: int, lookup_ns: int) -> None:
+        """A request answered from the response cache."""
+        st = self.stages
+        s = st["success"]
+        s[0] += 1
+        s[1] += total_ns
+        q = st["queue"]
+        q[0] += 1
+        q[1] += max(0, total_ns - lookup_ns)
+        h = st["cache_hit"]
+        h[0] += 1
+        h[1] += lookup_ns
+        self.last_inference = time.time_ns() // 1_000_000
+
+    def record_cache_miss(self, ns: int) -> None:
+        """A looked-up request whose computed response went (or tried to go) into the cache."""
+        m = self.stages["cache_miss"]
+        m[0] += 1
+        m[1] += ns
 
     def as_json(self, name: str, version: int) -> dict[str, Any]:
         def pair(v: list[int]) -> dict[str, int]:
@@ -73,16 +146,7 @@ class ModelStats:
             "last_inference": self.last_inference,
             "inference_count": self.inference_count,
             "execution_count": self.execution_count,
-            "inference_stats": {
-                "success": pair(st["success"]),
-                "fail": pair(st["fail"]),
-                "queue": pair(st["queue"]),
-                "compute_input": pair(st["compute_input"]),
-                "compute_infer": pair(st["compute_infer"]),
-                "compute_output": pair(st["compute_output"]),
-                "cache_hit": {"count": 0, "ns": 0},
-                "cache_miss": {"count": 0, "ns": 0},
-            },
+            "inference_stats": {key: pair(st[key]) for key in _STAGES},
             "response_stats": {},
             "batch_stats": [
                 {

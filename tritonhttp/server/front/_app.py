@@ -6,16 +6,20 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import _json
+from .._uvicorn import ON_DISCONNECT
 from ..core._bridge import instances_ready
 from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import Code, CoreError
+from ..core._model import ModelVersion
 from ..core._repository import parse_version
+from ..core._types import InferRequest, InferResponse
 from ._generate import handle_generate
 from ._http import (
     JSON,
@@ -48,6 +52,30 @@ _NOT_ALLOWED = b'{"error":"Method Not Allowed"}'
 _MAX_INFLATE = 1 << 32
 
 Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+async def _infer_watching(
+    model: ModelVersion, request: InferRequest, receive: Receive
+) -> InferResponse:
+    """Infer while listening for the client going away (any ASGI server)."""
+    infer = asyncio.ensure_future(model.infer(request))
+    if infer.done():
+        return infer.result()
+    watcher = asyncio.ensure_future(receive())
+    try:
+        done, _ = await asyncio.wait((infer, watcher), return_when=asyncio.FIRST_COMPLETED)
+        if (
+            watcher in done
+            and not watcher.cancelled()
+            and watcher.exception() is None
+            and watcher.result().get("type") == "http.disconnect"
+        ):
+            model.cancel(request)
+        return await infer
+    finally:
+        watcher.cancel()
+        if not infer.done():
+            infer.cancel()
 
 
 def _atoi(raw: bytes) -> int:
@@ -514,17 +542,11 @@ class HttpFrontend:
     ) -> None:
         shm = self.core.shm
         if action == "status":
-            if region is not None and region in getattr(self.core, "cuda_regions", {}):
-                raise CoreError(
-                    f"The region named '{region}' is registered as CUDA shared memory, "
-                    "not system shared memory",
-                    Code.NOT_FOUND,
-                )
-            await send_response(send, 200, _json.dumps(shm.status(region)))
+            await send_response(send, 200, _json.dumps(shm.status(region, "system")))
             return
         if action == "unregister":
             await read_body(receive)
-            shm.unregister(region)
+            shm.unregister(region, "system")
             await send_response(send, 200, b"")
             return
         if region is None:
@@ -535,6 +557,7 @@ class HttpFrontend:
         key = doc["key"]
         if not isinstance(key, str):
             raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
+        key = key.partition("\0")[0]  # Triton reads the key as a C string
         offset = doc.get("offset", 0)
         if type(offset) is not int or not 0 <= offset < 2**64:
             raise CoreError(
@@ -553,19 +576,13 @@ class HttpFrontend:
     async def _cuda_shm(
         self, scope: Scope, receive: Receive, send: Send, region: str | None, action: str
     ) -> None:
+        shm = self.core.shm
         if action == "status":
-            if region is None:
-                await send_response(send, 200, b"[]")
-                return
-            if region in self.core.shm.regions:
-                raise CoreError(
-                    f"The region named '{region}' is registered as system shared "
-                    "memory, not CUDA shared memory",
-                    Code.NOT_FOUND,
-                )
-            raise CoreError(f"Unable to find cuda shared memory region: '{region}'", Code.NOT_FOUND)
+            await send_response(send, 200, _json.dumps(shm.status(region, "cuda")))
+            return
         if action == "unregister":
             await read_body(receive)
+            shm.unregister(region, "cuda")
             await send_response(send, 200, b"")
             return
         if region is None:
@@ -578,6 +595,7 @@ class HttpFrontend:
             raise CoreError("attempt to access non-existing object member 'b64'", Code.INTERNAL)
         if not isinstance(handle["b64"], str):
             raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
+        values = []
         for key in ("device_id", "byte_size"):
             if key not in doc:
                 raise CoreError(
@@ -588,13 +606,14 @@ class HttpFrontend:
                 raise CoreError(
                     "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
                 )
+            values.append(value)
         try:
             raw = base64.b64decode(handle["b64"], validate=True)
         except (binascii.Error, ValueError):
             raw = b""
-        if len(raw) != 64:
-            raise CoreError("'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t")
-        raise CoreError("failed to register shared memory region: invalid args")
+        # Without cuda-python or a GPU the handle cannot be opened: Triton's CPU-only answer.
+        shm.register_cuda(region, raw, values[0], values[1])
+        await send_response(send, 200, b"")
 
     # ------------------------------------------------------------------ inference
 
@@ -673,7 +692,14 @@ class HttpFrontend:
                     if self.forward.search(key):
                         request.parameters[key] = v.decode("latin-1")
             model.admit(request)
-            response = await model.infer(request)
+            if ON_DISCONNECT in scope:  # our uvicorn protocol reports a lost client
+                scope[ON_DISCONNECT] = functools.partial(model.cancel, request)
+                try:
+                    response = await model.infer(request)
+                finally:
+                    scope[ON_DISCONNECT] = None
+            else:
+                response = await _infer_watching(model, request, receive)
             if response.error is not None:
                 await send_error(send, response.error, TEXT)
                 return
@@ -682,9 +708,16 @@ class HttpFrontend:
             except CoreError as e:
                 await send_error(send, e, TEXT)
                 return
+            # shared memory: the blobs may be views of a region; it stays registered
+            # (in use) until they are sent
+            await self._send_infer_response(send, header, blobs, accept)
         finally:
             for region in regions:
                 region.users -= 1
+
+    async def _send_infer_response(
+        self, send: Send, header: bytes, blobs: list[bytes | memoryview], accept: bytes | None
+    ) -> None:
         out_headers: list[tuple[bytes, bytes]] = [(b"content-type", JSON)]
         if blobs:
             out_headers[0] = (b"content-type", b"application/octet-stream")

@@ -180,12 +180,13 @@ def _response_body(
     return 200, body.encode("utf-8", "surrogateescape")
 
 
-async def _watch_disconnect(receive: Receive, req: InferRequest) -> None:
-    """The client went away: the request is cancelled (the model sees is_cancelled())."""
+async def _watch_disconnect(receive: Receive, model: ModelVersion, req: InferRequest) -> None:
+    """The client went away: the request is cancelled (dropped if still queued; the model
+    sees ``is_cancelled()``) and what the model still sends is dropped."""
     while True:
         message = await receive()
         if message.get("type") == "http.disconnect":
-            req.cancelled = True
+            model.cancel(req)
             if req.response_stream is not None:
                 req.response_stream.close()
             return
@@ -196,7 +197,7 @@ async def _send_decoupled(
 ) -> None:
     """Every response of a decoupled model: one SSE event each as it is sent
     (``generate_stream``), or the single response ``generate`` expects."""
-    watcher = asyncio.ensure_future(_watch_disconnect(receive, req))
+    watcher = asyncio.ensure_future(_watch_disconnect(receive, model, req))
     started = False
     try:
         if not stream:

@@ -14,7 +14,7 @@ from ...utils._dtypes import TRITON_TO_NUMPY
 from .. import _json
 from ..core._errors import Code, CoreError
 from ..core._model import ModelVersion
-from ..core._shm import Region, SharedMemoryRegistry
+from ..core._shm import RegionSlice, SharedMemoryRegistry
 from ..core._types import InferRequest, InferResponse, InputTensor, OutputTensor, ParamValue
 from ._http import parse_json
 
@@ -66,8 +66,8 @@ class OutputSpec:
     name: str
     binary: bool | None = None
     classification: int = 0
-    region: Region | None = None
-    view: memoryview | None = None
+    #: --- shared memory: where the output goes (bounds checked at parse time)
+    shm: RegionSlice | None = None
 
 
 @dataclass(slots=True)
@@ -345,9 +345,13 @@ def _parse_input(
             raise _err500(f"Unable to parse 'shared_memory_region': {_NOT_STR}")
         offset = _uint(params.get("shared_memory_offset", 0), "shared_memory_offset")
         size = _uint(params.get("shared_memory_byte_size", 0), "shared_memory_byte_size")
-        region, data = shm.lookup(region_name, offset, size)
-        tensor.raw = memoryview(bytearray(data))  # the model gets its own copy
-        req.regions.append(region)
+        region_name = region_name.partition("\0")[0]  # --- shm: Triton reads a C string
+        # --- shared memory: the model reads a system region in place (zero-copy view of
+        # the mapping; it stays registered until the response is sent), a CUDA region
+        # through a host copy
+        part = shm.lookup(region_name, offset, size)
+        tensor.raw = part.read()
+        req.regions.append(part.region)
     elif source == "binary_data_size":
         _uint(params["binary_data_size"], "binary_data_size")
     else:
@@ -393,8 +397,9 @@ def _parse_output(item: Any, shm: SharedMemoryRegistry, req: InferRequest) -> Ou
             raise CoreError("Output can't set both 'shared_memory_region' and 'binary_data'")
         offset = _uint(params.get("shared_memory_offset", 0), "shared_memory_offset")
         size = _uint(params.get("shared_memory_byte_size", 0), "shared_memory_byte_size")
-        spec.region, spec.view = shm.lookup(region_name, offset, size)
-        req.regions.append(spec.region)
+        region_name = region_name.partition("\0")[0]  # --- shm: Triton reads a C string
+        spec.shm = shm.lookup(region_name, offset, size)
+        req.regions.append(spec.shm.region)
     return spec
 
 
@@ -498,17 +503,19 @@ def encode_response(
         )  # fmt: skip
         if i:
             parts.append(b",")
-        if spec is not None and spec.view is not None:
+        if spec is not None and spec.shm is not None:
+            # --- shared memory: written straight into the region (one copy, none when
+            # the output already is that memory)
             data = _binary(out)
             size = len(data) if isinstance(data, bytes) else data.nbytes
-            if size > spec.view.nbytes:
+            if size > spec.shm.byte_size:
                 raise CoreError(
                     f"shared memory size specified with the request for output '{out.name}' "
-                    f"({spec.view.nbytes} bytes) should be at least {size} bytes to hold the "
-                    "results",
+                    f"({spec.shm.byte_size} bytes) should be at least {size} bytes to hold "
+                    "the results",
                     Code.INTERNAL,
                 )
-            spec.view[:size] = data
+            spec.shm.write(data)
             parts.append(head + b"}")
             continue
         binary = spec.binary if spec is not None and spec.binary is not None else binary_default

@@ -1,0 +1,516 @@
+"""Every coroutine of tritonhttp.aio side by side with tritonclient.http.aio.
+
+Each scenario runs through both clients and must give the same result (inference
+outputs compared byte for byte, dtype and shape included) or the same exception
+(``str``, status, message) — against real Triton, against our bundled server over a
+socket, and against our server in-process through ``httpx.ASGITransport`` (where
+tritonclient, which cannot go in-process, talks to the bundled server's socket).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from multiprocessing import shared_memory
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+import tritonclient.http.aio as ref_aio
+
+import tritonhttp
+import tritonhttp.aio as aio
+
+from .conftest import MODELS, APair, LoopThread, Target, close_pair, make_target, open_pair
+
+F32 = np.arange(4, dtype=np.float32)
+DTYPES = {
+    "BOOL": np.array([True, False, True]),
+    "UINT8": np.array([0, 1, 255], np.uint8),
+    "UINT16": np.array([0, 1, 65535], np.uint16),
+    "UINT32": np.array([0, 1, 2**32 - 1], np.uint32),
+    "UINT64": np.array([0, 1, 2**64 - 1], np.uint64),
+    "INT8": np.array([-128, 0, 127], np.int8),
+    "INT16": np.array([-(2**15), 0, 2**15 - 1], np.int16),
+    "INT32": np.array([-(2**31), 0, 2**31 - 1], np.int32),
+    "INT64": np.array([-(2**63), 0, 2**63 - 1], np.int64),
+    "FP16": np.array([0.5, -1.25, 65504], np.float16),
+    "FP32": np.array([0.1, -2.5, 3.4e38], np.float32),
+    "FP64": np.array([0.1, -2.5, 1e300], np.float64),
+    "BF16": np.array([0.5, -1.25, 3.0], ml_dtypes.bfloat16),
+}
+
+
+def add_sub_inputs(m: Any, binary: bool = True) -> list[Any]:
+    return [
+        m.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(F32, binary_data=binary),
+        m.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(F32 * 2, binary_data=binary),
+    ]
+
+
+def same(loop: LoopThread, pair: APair, scenario: Any, **kw: Any) -> Any:
+    return loop.run(pair.same(scenario, **kw))
+
+
+# -- health, metadata, configuration -----------------------------------------------------
+
+ENDPOINTS = [
+    lambda m, c: c.is_server_live(),
+    lambda m, c: c.is_server_ready(),
+    lambda m, c: c.is_model_ready("add_sub"),
+    lambda m, c: c.is_model_ready("add_sub", "1"),
+    lambda m, c: c.is_model_ready("add_sub", "7"),
+    lambda m, c: c.is_model_ready("no_such_model"),
+    lambda m, c: c.get_server_metadata(),
+    lambda m, c: c.get_model_metadata("add_sub"),
+    lambda m, c: c.get_model_metadata("add_sub", "1"),
+    lambda m, c: c.get_model_metadata("no_such_model"),
+    lambda m, c: c.get_model_config("simple"),
+    lambda m, c: c.get_model_config("simple", 1),
+    lambda m, c: c.get_model_config("no such model"),
+    lambda m, c: c.get_model_repository_index(),
+    lambda m, c: c.get_inference_statistics("no_such_model"),
+    lambda m, c: c.get_trace_settings(),
+    lambda m, c: c.get_trace_settings("add_sub"),
+    lambda m, c: c.get_log_settings(),
+    lambda m, c: c.get_system_shared_memory_status(),
+    lambda m, c: c.get_system_shared_memory_status("no_such_region"),
+    lambda m, c: c.get_cuda_shared_memory_status(),
+    lambda m, c: c.get_cuda_shared_memory_status("no_such_region"),
+    lambda m, c: c.unregister_system_shared_memory(),
+    lambda m, c: c.unregister_system_shared_memory("no_such_region"),
+    lambda m, c: c.unregister_cuda_shared_memory(),
+    lambda m, c: c.unregister_cuda_shared_memory("no_such_region"),
+    lambda m, c: c.register_cuda_shared_memory("r", b"AAAA", 0, 16),
+    lambda m, c: c.load_model("add_sub"),  # not explicit mode: refused
+    lambda m, c: c.unload_model("add_sub", unload_dependents=True),
+    lambda m, c: c.get_server_metadata(headers={"X-Custom": "1"}, query_params={"a": [1, 2]}),
+    lambda m, c: c.is_server_live(headers={"X-Custom": 1}),
+]
+
+
+@pytest.mark.parametrize("index", range(len(ENDPOINTS)))
+def test_endpoint_matches_tritonclient(loop: LoopThread, apair: APair, index: int) -> None:
+    same(loop, apair, ENDPOINTS[index])
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, c: c.is_model_ready("add_sub", 1),
+        lambda m, c: c.get_model_metadata("add_sub", 1),
+        lambda m, c: c.get_inference_statistics("add_sub", 1),
+        lambda m, c: c.infer("add_sub", add_sub_inputs(m), model_version=1),
+    ],
+)
+def test_non_string_version_is_a_clear_error(loop: LoopThread, apair: APair, call: Any) -> None:
+    """tritonclient.http.aio raises NameError here (its missing raise_error)."""
+    outcome = same(loop, apair, call, ref_bug=NameError)
+    assert outcome.kind == "err" and "model version must be a string" in str(outcome.value)
+
+
+def test_statistics_have_the_same_layout(loop: LoopThread, apair: APair) -> None:
+    async def stats(m: Any, c: Any) -> Any:
+        s = (await c.get_inference_statistics("add_sub"))["model_stats"][0]
+        return sorted(s), sorted(s["inference_stats"])
+
+    same(loop, apair, stats)
+
+
+def test_trace_and_log_updates_round_trip(loop: LoopThread, apair: APair) -> None:
+    async def go() -> None:
+        before = await apair.ours.get_log_settings()
+        await apair.same(lambda m, c: c.update_log_settings({"log_verbose_level": 0}))
+        await apair.same(lambda m, c: c.update_log_settings({"not_a_setting": 1}))
+        assert await apair.ours.get_log_settings() == before
+        await apair.same(lambda m, c: c.update_trace_settings(settings={"trace_rate": "1000"}))
+        await apair.same(lambda m, c: c.update_trace_settings("add_sub", {"trace_rate": None}))
+        await apair.same(lambda m, c: c.update_trace_settings("no_such_model", {"trace_rate": "5"}))
+
+    loop.run(go())
+
+
+# -- inference ---------------------------------------------------------------------------
+
+
+def test_add_sub_binary_and_json(loop: LoopThread, apair: APair) -> None:
+    out = same(loop, apair, lambda m, c: c.infer("add_sub", add_sub_inputs(m)))
+    np.testing.assert_array_equal(out.value.as_numpy("OUTPUT0"), F32 * 3)
+    assert out.value.as_numpy("OUTPUT0").flags.writeable
+    same(
+        loop,
+        apair,
+        lambda m, c: c.infer(
+            "add_sub",
+            add_sub_inputs(m, binary=False),
+            outputs=[
+                m.InferRequestedOutput("OUTPUT0", binary_data=False),
+                m.InferRequestedOutput("OUTPUT1"),
+            ],
+        ),
+    )
+
+
+@pytest.mark.parametrize("datatype", sorted(DTYPES))
+def test_identity_every_datatype(loop: LoopThread, apair: APair, datatype: str) -> None:
+    data = DTYPES[datatype]
+
+    async def scenario(m: Any, c: Any) -> Any:
+        results = []
+        for binary in (True, False):
+            try:
+                inp = m.InferInput(f"IN_{datatype}", list(data.shape), datatype)
+                inp.set_data_from_numpy(data, binary_data=binary)
+                out = m.InferRequestedOutput(f"OUT_{datatype}", binary_data=binary)
+                results.append(await c.infer("identity_all", [inp], outputs=[out]))
+            except tritonhttp.InferenceServerException as e:  # BF16 as JSON
+                results.append(str(e))
+            except ref_aio.InferenceServerException as e:
+                results.append(str(e))
+        return [r if isinstance(r, str) else _result_form(r) for r in results]
+
+    outcome = same(loop, apair, scenario)
+    binary_result = outcome.value[0]
+    assert not isinstance(binary_result, str)
+
+
+def _result_form(result: Any) -> Any:
+    from client.conftest import normalize
+
+    return normalize(result)
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_bytes_identity(loop: LoopThread, apair: APair, binary: bool) -> None:
+    data = np.array([b"", b"a", "h\u00e9llo".encode(), b"x" * 300], dtype=object)
+
+    def scenario(m: Any, c: Any) -> Any:
+        inp = m.InferInput("IN_STRING", [4], "BYTES").set_data_from_numpy(data, binary_data=binary)
+        return c.infer(
+            "identity_all", [inp], outputs=[m.InferRequestedOutput("OUT_STRING", binary)]
+        )
+
+    outcome = same(loop, apair, scenario)
+    assert len(outcome.value.as_numpy("OUT_STRING")) == 4
+
+
+@pytest.mark.filterwarnings("ignore:Sending a large body:ResourceWarning")  # aiohttp's
+def test_large_tensor_round_trip(loop: LoopThread, apair: APair) -> None:
+    """16 MB each way: the body is received straight into the result buffer."""
+    data = np.random.default_rng(1).random(4 << 20, dtype=np.float32)
+
+    def scenario(m: Any, c: Any) -> Any:
+        inp = m.InferInput("IN_FP32", [data.size], "FP32").set_data_from_numpy(data)
+        return c.infer("identity_all", [inp])
+
+    outcome = same(loop, apair, scenario)
+    np.testing.assert_array_equal(outcome.value.as_numpy("OUT_FP32"), data)
+
+
+def test_many_short_strings(loop: LoopThread, apair: APair) -> None:
+    strings = np.array([f"item-{i}".encode() for i in range(5000)], dtype=object)
+    same(
+        loop,
+        apair,
+        lambda m, c: c.infer(
+            "identity_bytes",
+            [m.InferInput("INPUT0", [5000], "BYTES").set_data_from_numpy(strings)],
+        ),
+    )
+
+
+def test_classification_outputs(loop: LoopThread, apair: APair) -> None:
+    same(
+        loop,
+        apair,
+        lambda m, c: c.infer(
+            "add_sub",
+            add_sub_inputs(m),
+            outputs=[
+                m.InferRequestedOutput("OUTPUT0", class_count=3),
+                m.InferRequestedOutput("OUTPUT1"),
+            ],
+        ),
+    )
+
+
+@pytest.mark.parametrize("algorithm", ["gzip", "deflate", "br", None])
+def test_request_and_response_compression(
+    loop: LoopThread, apair: APair, algorithm: str | None
+) -> None:
+    same(
+        loop,
+        apair,
+        lambda m, c: c.infer(
+            "add_sub",
+            add_sub_inputs(m),
+            request_compression_algorithm=algorithm,
+            response_compression_algorithm=algorithm,
+        ),
+    )
+
+
+def test_request_options(loop: LoopThread, apair: APair) -> None:
+    same(
+        loop,
+        apair,
+        lambda m, c: c.infer(
+            "add_sub",
+            add_sub_inputs(m),
+            model_version="1",
+            request_id="req-\u00e9",
+            sequence_id=7,
+            sequence_start=True,
+            sequence_end=True,
+            priority=1,
+            timeout=100000,
+            parameters={"custom": "v", "n": 3, "f": 0.5, "b": True},
+        ),
+    )
+    same(loop, apair, lambda m, c: c.infer("add_sub", add_sub_inputs(m), sequence_id="corr-1"))
+
+
+BAD_REQUESTS = [
+    lambda m, c: c.infer("add_sub", add_sub_inputs(m), parameters={"sequence_id": 1}),
+    lambda m, c: c.infer("add_sub", add_sub_inputs(m), parameters={"triton_x": 1}),
+    lambda m, c: c.infer("add_sub", add_sub_inputs(m), model_version="9"),
+    lambda m, c: c.infer("no_such_model", add_sub_inputs(m)),
+    lambda m, c: c.infer("add_sub", add_sub_inputs(m)[:1]),
+    lambda m, c: c.infer("add_sub", [m.InferInput("INPUT0", [4], "FP32")] * 2),
+    lambda m, c: c.infer("add_sub", add_sub_inputs(m), outputs=[m.InferRequestedOutput("NOPE")]),
+    lambda m, c: c.infer("add_sub", add_sub_inputs(m), headers={"Transfer-Encoding": "x"}),
+    lambda m, c: c.get_server_metadata(headers={"transfer-encoding": "chunked"}),
+]
+
+
+@pytest.mark.parametrize("index", range(len(BAD_REQUESTS)))
+def test_bad_requests_fail_like_tritonclient(loop: LoopThread, apair: APair, index: int) -> None:
+    outcome = same(loop, apair, BAD_REQUESTS[index])
+    assert outcome.kind == "err"
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 9])
+def test_model_errors(loop: LoopThread, apair: APair, mode: int) -> None:
+    same(
+        loop,
+        apair,
+        lambda m, c: c.infer(
+            "error_model",
+            [m.InferInput("MODE", [1], "INT32").set_data_from_numpy(np.array([mode], np.int32))],
+        ),
+    )
+
+
+def test_generate_request_body_and_parse_response_body(loop: LoopThread, apair: APair) -> None:
+    header = (
+        b'{"model_name":"add_sub","model_version":"1","outputs":[{"name":"OUTPUT0",'
+        b'"datatype":"FP32","shape":[4],"parameters":{"binary_data_size":16}}]}'
+    )
+
+    async def scenario(m: Any, c: Any) -> Any:
+        from client.conftest import normalize
+
+        body, json_size = m.InferenceServerClient.generate_request_body(
+            add_sub_inputs(m), outputs=[m.InferRequestedOutput("OUTPUT1")], request_id="r"
+        )
+        result = m.InferenceServerClient.parse_response_body(
+            bytearray(header + F32.tobytes()), header_length=len(header)
+        )
+        return body, json_size, normalize(result)
+
+    same(loop, apair, scenario)
+
+
+def test_async_infer_matches_infer(loop: LoopThread, apair: APair) -> None:
+    async def go() -> None:
+        ours = await apair.ours.async_infer("add_sub", add_sub_inputs(aio), request_id="a1")
+        ref = await apair.ref.infer("add_sub", add_sub_inputs(ref_aio), request_id="a1")
+        assert ours.get_response() == ref.get_response()
+        np.testing.assert_array_equal(ours.as_numpy("OUTPUT1"), ref.as_numpy("OUTPUT1"))
+        tasks = [apair.ours.async_infer("add_sub", add_sub_inputs(aio)) for _ in range(8)]
+        for result in [await t for t in tasks]:
+            np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), F32 * 3)
+        mode = np.array([0], np.int32)
+        task = apair.ours.async_infer(
+            "error_model", [aio.InferInput("MODE", [1], "INT32").set_data_from_numpy(mode)]
+        )
+        with pytest.raises(tritonhttp.InferenceServerException, match="intentional"):
+            await task
+        with pytest.raises(tritonhttp.InferenceServerException, match="reserved"):
+            apair.ours.async_infer("add_sub", add_sub_inputs(aio), parameters={"priority": 1})
+
+    loop.run(go())
+
+
+def test_verbose_output_is_the_same(
+    loop: LoopThread, target: Target, capfd: pytest.CaptureFixture[str]
+) -> None:
+    if target.name == "asgi":
+        pytest.skip("the in-process server has no URL of its own to print")
+
+    async def calls(m: Any) -> str:
+        c = m.InferenceServerClient(target.url, verbose=True)
+        try:
+            capfd.readouterr()
+            await c.is_server_live()
+            await c.get_model_metadata("add_sub", headers={"X-A": "b"})
+            await c.infer("add_sub", add_sub_inputs(m), request_id="v")
+            with contextlib.suppress(Exception):
+                await c.get_model_metadata("nope")
+            await c.unregister_system_shared_memory()
+            return capfd.readouterr().out
+        finally:
+            await c.close()
+
+    ours = loop.run(calls(aio))
+    ref = loop.run(calls(ref_aio))
+    # aiohttp asks for gzip by default, so Triton compressed its infer answer (different
+    # Content-Encoding and -Length), and aiohttp prints well-known header names in their
+    # canonical case; everything else printed is the same.
+    assert _normalized(ours) == _normalized(ref)
+    assert "<ClientResponse(http://" in ours and "[404 Not Found]" in ours
+
+
+def _normalized(text: str) -> str:
+    import re
+
+    text = re.sub(
+        r"<CIMultiDictProxy\(.*\)>", lambda m: m.group(0).lower(), text, flags=re.MULTILINE
+    )
+    text = re.sub(r"'(date|content-encoding)': '[^']*', ", "", text)
+    return re.sub(r"'content-length': '\d+'", "'content-length': N", text)
+
+
+# -- shared memory (system) --------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def region(size: int) -> Iterator[tuple[str, shared_memory.SharedMemory]]:
+    key = f"tritonhttp_aio_{uuid.uuid4().hex[:12]}"
+    shm = shared_memory.SharedMemory(name=key, create=True, size=size)
+    try:
+        yield "/" + key, shm
+    finally:
+        shm.close()
+        shm.unlink()
+
+
+def test_system_shared_memory_round_trip(loop: LoopThread, apair: APair) -> None:
+    with region(64) as (key, shm):
+        buf = np.ndarray((16,), np.float32, buffer=shm.buf)
+        buf[:4] = F32
+        buf[4:8] = F32 * 2
+
+        async def scenario(m: Any, c: Any) -> Any:
+            name = "io_" + m.__name__.replace(".", "_")
+            await c.register_system_shared_memory(name, key, 64)
+            try:
+                status = await c.get_system_shared_memory_status(name)
+                inputs = [
+                    m.InferInput("INPUT0", [4], "FP32").set_shared_memory(name, 16),
+                    m.InferInput("INPUT1", [4], "FP32").set_shared_memory(name, 16, offset=16),
+                ]
+                out0 = m.InferRequestedOutput("OUTPUT0")
+                out0.set_shared_memory(name, 16, offset=32)
+                out1 = m.InferRequestedOutput("OUTPUT1", binary_data=False)
+                result = await c.infer("add_sub", inputs, outputs=[out0, out1])
+                return (
+                    [{k: v for k, v in s.items() if k != "name"} for s in status],
+                    result.get_response(),
+                    result.as_numpy("OUTPUT1").tolist(),
+                    buf[8:12].tolist(),
+                )
+            finally:
+                await c.unregister_system_shared_memory(name)
+
+        outcome = same(loop, apair, scenario)
+        assert outcome.value[3] == (F32 * 3).tolist()
+        same(loop, apair, lambda m, c: c.register_system_shared_memory("bad", "/no_such_key", 64))
+
+
+# -- model control (explicit mode) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [pytest.param("real", marks=pytest.mark.real_triton), "bundled"])
+def test_load_and_unload_in_explicit_mode(
+    loop: LoopThread, request: pytest.FixtureRequest, name: str
+) -> None:
+    target = make_target(name, request, ("--model-control-mode=explicit", "--load-model=add_sub"))
+    config = '{"backend": "python", "max_batch_size": 0}'
+    model_py = (MODELS / "identity_bytes" / "1" / "model.py").read_bytes()
+
+    async def go() -> None:
+        pair = await open_pair(target)
+        try:
+            for model in ("error_model", "identity_bytes"):
+                await pair.same(
+                    lambda m, c, model=model: _load_and_check(c, model),
+                )
+                await pair.same(
+                    lambda m, c, model=model: _unload_and_check(c, model),
+                )
+            await pair.same(lambda m, c: c.load_model("no_such_model"))
+            await pair.same(lambda m, c: c.load_model("identity_bytes", config=config))
+            await pair.same(lambda m, c: c.unload_model("identity_bytes", unload_dependents=True))
+            await pair.same(
+                lambda m, c: c.load_model(
+                    "identity_bytes", files={"file:1/model.py": model_py}, config=config
+                )
+            )
+            index = await pair.ours.get_model_repository_index()
+            assert {"name": "add_sub", "version": "1", "state": "READY"} in index
+        finally:
+            await close_pair(pair)
+
+    loop.run(go())
+
+
+async def _load_and_check(c: Any, model: str) -> Any:
+    await c.load_model(model)
+    return await c.is_model_ready(model)
+
+
+async def _unload_and_check(c: Any, model: str) -> Any:
+    await c.unload_model(model)
+    return await c.is_model_ready(model)
+
+
+# -- plugins -----------------------------------------------------------------------------
+
+
+def test_plugins(loop: LoopThread, apair: APair) -> None:
+    from tritonclient.http.aio.auth import BasicAuth as RefBasicAuth
+
+    from tritonhttp.aio.auth import BasicAuth
+
+    async def go() -> None:
+        with pytest.raises(tritonhttp.InferenceServerException):
+            apair.ours.unregister_plugin()
+        apair.ours.register_plugin(BasicAuth("user", "secret"))
+        apair.ref.register_plugin(RefBasicAuth("user", "secret"))
+        await apair.same(lambda m, c: _plugin_name(c))
+        headers = {"X-Trace": "1"}
+        await apair.same(lambda m, c: c.infer("add_sub", add_sub_inputs(m), headers=dict(headers)))
+        await apair.same(lambda m, c: c.is_server_ready(headers=dict(headers)))
+        apair.ours.unregister_plugin()
+        apair.ref.unregister_plugin()
+
+        class Failing(aio.InferenceServerClientPlugin):
+            def __call__(self, request: Any) -> None:
+                request.headers["Transfer-Encoding"] = "chunked"
+
+        class RefFailing(ref_aio.InferenceServerClientPlugin):
+            def __call__(self, request: Any) -> None:
+                request.headers["Transfer-Encoding"] = "chunked"
+
+        apair.ours.register_plugin(Failing())
+        apair.ref.register_plugin(RefFailing())
+        await apair.same(lambda m, c: c.get_server_metadata())  # checked after the plugin
+
+    loop.run(go())
+
+
+async def _plugin_name(c: Any) -> str:
+    return type(c.plugin()).__name__

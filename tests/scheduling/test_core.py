@@ -1,0 +1,377 @@
+"""The schedulers in-process, with a scripted model instance: no sockets, no timing.
+
+The instance implements the core's ``ModelInstance`` interface (the contract the Python
+runtime implements): it records every batch, can be held inside ``execute`` until the
+test releases it, and answers as scripted (rescheduling included). What is under test
+is the core: batch formation, queue policies, cancellation, rescheduling, statistics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from google.protobuf import text_format
+
+from tritonhttp.server.core._config import normalize
+from tritonhttp.server.core._errors import Code, CoreError
+from tritonhttp.server.core._model import ModelVersion
+from tritonhttp.server.core._scheduler import Refusal
+from tritonhttp.server.core._types import (
+    ExecutionTimes,
+    InferRequest,
+    InferResponse,
+    InputTensor,
+    OutputTensor,
+)
+from tritonhttp.server.core.model_config_pb2 import ModelConfig
+
+IO = """
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ -1 ] } ]
+"""
+
+
+class ScriptedInstance:
+    """A model instance whose ``execute`` the test drives."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.batches: list[list[str]] = []
+        self.seen: list[list[InferRequest]] = []
+        self.cancelled_seen: list[list[bool]] = []
+        self.flags: list[list[int]] = []
+        self.hold: asyncio.Event | None = None
+        self.started = asyncio.Event()
+        #: request id -> passes still to reschedule
+        self.reschedule: dict[str, int] = {}
+
+    async def execute(
+        self, requests: list[InferRequest], times: ExecutionTimes
+    ) -> list[InferResponse]:
+        self.batches.append([r.id for r in requests])
+        self.seen.append(list(requests))
+        self.flags.append([r.flags for r in requests])
+        self.started.set()
+        if self.hold is not None:
+            await self.hold.wait()
+        self.cancelled_seen.append([r.cancelled for r in requests])
+        out = []
+        for r in requests:
+            left = self.reschedule.get(r.id, 0)
+            if left:
+                self.reschedule[r.id] = left - 1
+                out.append(InferResponse(rescheduled=True))
+                continue
+            value = r.inputs["IN"].array
+            assert value is not None
+            out.append(
+                InferResponse(outputs=[OutputTensor("OUT", "INT32", list(value.shape), value)])
+            )
+        return out
+
+    async def finalize(self) -> None:
+        pass
+
+
+def make_model(
+    config_text: str, instances: int = 1, cache: Any = None
+) -> tuple[ModelVersion, list[ScriptedInstance]]:
+    cfg = ModelConfig()
+    text_format.Parse(f'name: "m" backend: "python"\n{config_text}\n{IO}', cfg)
+    normalize(cfg, "m", [])
+    mv = ModelVersion("m", 1)
+    insts = [ScriptedInstance(f"m_{i}") for i in range(instances)]
+    mv.activate(cfg, insts, cache)  # type: ignore[arg-type]
+    return mv, insts
+
+
+def request(
+    rid: str, batch: int | None = 1, value: int = 0, width: int = 1, **fields: Any
+) -> InferRequest:
+    shape = [width] if batch is None else [batch, width]
+    arr = np.full(shape, value, dtype=np.int32)
+    return InferRequest(
+        id=rid, inputs={"IN": InputTensor("IN", "INT32", shape, array=arr)}, **fields
+    )
+
+
+class Driver:
+    """Submits requests to a model version like the HTTP front does."""
+
+    def __init__(self, mv: ModelVersion) -> None:
+        self.mv = mv
+        self.tasks: dict[str, asyncio.Task[InferResponse]] = {}
+
+    async def send(self, req: InferRequest) -> asyncio.Task[InferResponse]:
+        self.mv.admit(req)
+        task = asyncio.ensure_future(self.mv.infer(req))
+        await asyncio.sleep(0)  # let it reach the scheduler
+        if task.done() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]  # refused outright
+        self.tasks[req.id] = task
+        return task
+
+    async def results(self) -> dict[str, InferResponse]:
+        return {rid: await t for rid, t in self.tasks.items()}
+
+
+def run(coro_fn: Callable[[], Any]) -> Any:
+    return asyncio.run(asyncio.wait_for(coro_fn(), 10))
+
+
+async def _hold_first(
+    inst: ScriptedInstance, d: Driver, rid: str = "a", **kw: Any
+) -> asyncio.Event:
+    inst.hold = asyncio.Event()
+    await d.send(request(rid, **kw))
+    await inst.started.wait()
+    return inst.hold
+
+
+# ----------------------------------------------------------------------------- batching
+
+
+def test_preferred_sizes_close_payloads_while_the_instance_is_busy() -> None:
+    async def main() -> list[list[str]]:
+        mv, (inst,) = make_model(
+            "max_batch_size: 8 dynamic_batching { preferred_batch_size: [2, 4] }"
+        )
+        d = Driver(mv)
+        hold = await _hold_first(inst, d)
+        for rid in "bcdefgh":
+            await d.send(request(rid))
+        assert mv.pending == 7
+        hold.set()
+        await d.results()
+        return inst.batches
+
+    assert run(main) == [["a"], ["b", "c"], ["d", "e", "f", "g"], ["h"]]
+
+
+def test_batches_stop_at_the_maximum_batch_size_and_keep_request_batches() -> None:
+    async def main() -> tuple[list[list[str]], dict[str, Any]]:
+        mv, (inst,) = make_model("max_batch_size: 8 dynamic_batching { }")
+        d = Driver(mv)
+        hold = await _hold_first(inst, d)
+        for rid, b in zip("bcdefg", [1, 2, 1, 3, 1, 2], strict=True):
+            await d.send(request(rid, batch=b))
+        hold.set()
+        await d.results()
+        shapes = [r.inputs["IN"].shape for r in inst.seen[1]]
+        return inst.batches, {"shapes": shapes, "stats": mv.stats.as_json("m", 1)}
+
+    batches, extra = run(main)
+    assert batches == [["a"], ["b", "c", "d", "e", "f"], ["g"]]
+    assert extra["shapes"] == [[1, 1], [2, 1], [1, 1], [3, 1], [1, 1]]
+    stats = extra["stats"]
+    assert (stats["inference_count"], stats["execution_count"]) == (11, 3)
+    assert [b["batch_size"] for b in stats["batch_stats"]] == [1, 2, 8]
+
+
+def test_different_shapes_are_not_batched() -> None:
+    async def main() -> list[list[str]]:
+        mv, (inst,) = make_model(
+            "max_batch_size: 8 dynamic_batching { preferred_batch_size: [2, 4] }"
+        )
+        d = Driver(mv)
+        hold = await _hold_first(inst, d, width=3)
+        for rid, width in zip("bcdef", [1, 1, 2, 2, 1], strict=True):
+            await d.send(request(rid, width=width))
+        hold.set()
+        await d.results()
+        return inst.batches
+
+    assert run(main) == [["a"], ["b", "c"], ["d", "e"], ["f"]]
+
+
+def test_priorities_and_queue_limits() -> None:
+    async def main() -> tuple[list[list[str]], str]:
+        mv, (inst,) = make_model(
+            "max_batch_size: 4 dynamic_batching { priority_levels: 3 default_priority_level: 2 "
+            "priority_queue_policy { key: 1 value: { max_queue_size: 1 } } }"
+        )
+        d = Driver(mv)
+        hold = await _hold_first(inst, d)
+        refused = ""
+        for rid, priority in [("b", 3), ("c", 2), ("d", 1), ("e", 1), ("f", 0), ("g", 7)]:
+            try:
+                await d.send(request(rid, priority=priority))
+            except CoreError as e:
+                refused = e.message
+        hold.set()
+        await d.results()
+        return inst.batches, refused
+
+    batches, refused = run(main)
+    assert batches == [["a"], ["d", "c", "f", "g"], ["b"]]
+    assert refused == "[request id: e] Exceeds maximum queue size"
+
+
+def test_timeouts_reject_and_count_as_rejected() -> None:
+    async def main() -> tuple[Any, ...]:
+        mv, (inst,) = make_model(
+            "max_batch_size: 4 dynamic_batching { default_queue_policy { timeout_action: REJECT "
+            "default_timeout_microseconds: 50000 allow_timeout_override: true } }"
+        )
+        d = Driver(mv)
+        hold = await _hold_first(inst, d)
+        late = await d.send(request("b"))
+        quick = await d.send(request("c", timeout_us=10_000))
+        long = await d.send(request("d", timeout_us=10_000_000))
+        answers = [await t for t in (late, quick, long)]  # while a still runs
+        hold.set()
+        await d.tasks["a"]
+        return answers, mv.stats.failures, mv.stats.stages["fail"][0], inst.batches
+
+    answers, failures, fail_count, batches = run(main)
+    for answer in answers:
+        assert isinstance(answer, Refusal)
+        assert answer.error is not None
+        assert (answer.error.message, answer.error.code) == (
+            "Request timeout expired",
+            Code.UNAVAILABLE,
+        )
+    assert failures["REJECTED"] == 3 and fail_count == 3
+    assert batches == [["a"]]
+
+
+# ----------------------------------------------------------------------------- cancellation
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "max_batch_size: 0",
+        "max_batch_size: 4 dynamic_batching { }",
+        "max_batch_size: 4 dynamic_batching { default_queue_policy { max_queue_size: 5 } }",
+    ],
+)
+def test_cancelled_requests_leave_the_queue(config: str) -> None:
+    async def main() -> tuple[Any, ...]:
+        mv, (inst,) = make_model(config)
+        d = Driver(mv)
+        batch = 1 if "dynamic" in config else None
+        hold = await _hold_first(inst, d, batch=batch)
+        b = request("b", batch=batch)
+        await d.send(b)
+        await d.send(request("c", batch=batch))
+        assert mv.pending == 2
+        mv.cancel(b)
+        assert mv.pending == 1
+        hold.set()
+        results = await d.results()
+        return results["b"], inst.batches, mv.stats.failures["CANCELED"], mv.stats.execution_count
+
+    answer, batches, cancelled, executions = run(main)
+    assert isinstance(answer, Refusal) and answer.error is not None
+    assert answer.error.code == Code.CANCELLED
+    assert ["b"] not in batches and all("b" not in batch for batch in batches)
+    assert (cancelled, executions) == (1, 2)
+
+
+def test_a_running_request_is_flagged_cancelled() -> None:
+    async def main() -> list[list[bool]]:
+        mv, (inst,) = make_model("max_batch_size: 0")
+        d = Driver(mv)
+        a = request("a", batch=None)
+        inst.hold = asyncio.Event()
+        await d.send(a)
+        await inst.started.wait()
+        mv.cancel(a)
+        inst.hold.set()
+        await d.results()
+        return inst.cancelled_seen
+
+    assert run(main) == [[True]]
+
+
+# ----------------------------------------------------------------------------- sequences
+
+SEQ = """
+max_batch_size: 2
+sequence_batching {
+  control_input [
+    { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] },
+    { name: "READY" control [ { kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] } ] },
+    { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } ] }
+  ]
+}
+"""
+
+
+def test_sequences_take_slots_and_pad_batches_with_null_requests() -> None:
+    async def main() -> tuple[Any, ...]:
+        mv, (inst,) = make_model(SEQ)
+        d = Driver(mv)
+        await d.send(request("s1", correlation_id=1, flags=1))
+        await d.send(request("s2", correlation_id=2, flags=1))
+        await d.results()
+        null, real = inst.seen[1]
+        controls = {
+            name: (t.array.tolist() if t.array is not None else None)
+            for name, t in null.inputs.items()
+        }
+        return inst.batches, controls, list(real.inputs), mv.stats.as_json("m", 1)
+
+    batches, null_controls, order, stats = run(main)
+    assert batches == [["s1"], ["", "s2"]]
+    assert null_controls == {"READY": [[0]], "CORRID": [[0]], "START": [[0]], "IN": [[0]]}
+    assert order == ["READY", "CORRID", "START", "IN"]
+    assert stats["inference_count"] == 2  # the null request is not an inference
+    assert [b["batch_size"] for b in stats["batch_stats"]] == [1, 2]
+
+
+def test_iterative_requests_are_rescheduled_until_answered() -> None:
+    async def main() -> tuple[Any, ...]:
+        mv, (inst,) = make_model("max_batch_size: 0 sequence_batching { iterative_sequence: true }")
+        inst.reschedule = {"it": 2}
+        d = Driver(mv)
+        req = request("it", batch=None, value=3)
+        await d.send(req)
+        results = await d.results()
+        flags = inst.flags
+        return results["it"], flags, req.correlation_id, mv.stats
+
+    answer, flags, cid, stats = run(main)
+    assert answer.error is None and answer.outputs[0].array.tolist() == [3]
+    assert flags == [[1], [0], [0]]  # START on the first pass only
+    assert cid == 1  # a sequence of its own
+    assert (stats.execution_count, stats.stages["success"][0]) == (3, 3)
+    assert stats.failures["CANCELED"] == 1  # Triton 2.51 counts the sequence's end so
+
+
+def test_rescheduling_needs_an_iterative_sequence() -> None:
+    async def main() -> InferResponse:
+        mv, (inst,) = make_model("max_batch_size: 4 dynamic_batching { }")
+        inst.reschedule = {"r": 1}
+        d = Driver(mv)
+        await d.send(request("r"))
+        return (await d.results())["r"]
+
+    answer = run(main)
+    assert answer.error is not None
+    assert answer.error.message.startswith(
+        "Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE"
+    )
+
+
+def test_cancelling_a_backlogged_sequence_request() -> None:
+    async def main() -> tuple[Any, ...]:
+        mv, (inst,) = make_model("max_batch_size: 0 sequence_batching { }")
+        d = Driver(mv)
+        await d.send(request("s1", batch=None, correlation_id=1, flags=1))
+        await d.results()
+        waiting = request("s2", batch=None, correlation_id=2, flags=1)  # no free slot
+        task = await d.send(waiting)
+        assert not task.done() and mv.pending == 1
+        mv.cancel(waiting)
+        answer = await task
+        return answer, mv.pending, inst.batches
+
+    answer, pending, batches = run(main)
+    assert isinstance(answer, Refusal) and pending == 0
+    assert batches == [["s1"]]

@@ -1,0 +1,754 @@
+"""The asyncio client: tritonclient.http.aio's ``InferenceServerClient`` on the shared core.
+
+Every coroutine builds its request with the sans-IO core (``tritonhttp._protocol``), the
+same code the sync client uses, and sends it through the default asyncio transport
+(``._pool``) or a caller-supplied ``httpx.AsyncClient`` (``._httpx``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http
+import ssl as _ssl
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._client import _USER_AGENT
+from .._errors import ClientClosedError, InferenceServerException, TransportError
+from .._plugin import InferenceServerClientBase
+from .._protocol import (
+    RESULT,
+    Call,
+    Endpoints,
+    Prepared,
+    RequestContext,
+    Response,
+    build_infer_body,
+    interpret,
+    parse_server_url,
+)
+from .._tensors import InferInput, InferRequestedOutput, InferResult
+from ._httpx import HttpxTransport
+from ._pool import ConnectionPool
+from ._stream import AsyncGenerateStream, BodyStream
+from ._timeouts import DEFAULT, Limits, Timeouts, _Default, _seconds
+
+__all__ = ["InferenceServerClient"]
+
+ClientTimeout = float | Timeouts | None | _Default
+
+
+class _VerboseResponse:
+    """Prints a response the way tritonclient's asyncio client (aiohttp) did."""
+
+    def __init__(self, url: str, response: Response) -> None:
+        self._url = url
+        self._response = response
+
+    def __str__(self) -> str:
+        response = self._response
+        try:
+            reason = http.HTTPStatus(response.status).phrase
+        except ValueError:
+            reason = "None"
+        headers = ", ".join(f"{name!r}: {value!r}" for name, value in response.headers)
+        return (
+            f"<ClientResponse({self._url}) [{response.status} {reason}]>\n"
+            f"<CIMultiDictProxy({headers})>\n"
+        )
+
+
+class InferenceServerClient(InferenceServerClientBase):
+    """An asyncio client for Triton's HTTP/REST API; a drop-in for
+    ``tritonclient.http.aio``'s.
+
+    It may be created outside a running event loop: connections are opened on first use,
+    by the loop that uses the client. Use one client per event loop; close it with
+    ``await client.close()`` or ``async with``.
+
+    Args:
+        url: ``host:port`` with an optional base path; no scheme.
+        verbose: print every request and response to stdout.
+        conn_limit: the maximum number of simultaneous connections (0: no limit).
+        conn_timeout: seconds for a whole call (None or 0: no limit), as in
+            tritonclient; for ``generate_stream``, until the answer starts.
+        ssl: use HTTPS.
+        ssl_context: the ``ssl.SSLContext`` for HTTPS (default: certificate and host
+            name verified against the system's trust store).
+        connect_timeout: seconds to open a connection (None: no limit).
+        read_timeout: the longest silence, in seconds, while an answer is awaited or
+            read, e.g. between the events of a stream (None: no limit).
+        pool_timeout: seconds to wait for a free connection (None: no limit).
+        http_client: an ``httpx.AsyncClient`` to send the requests with (proxies, custom
+            auth, mocks, ``httpx.ASGITransport``); it stays yours to close.
+
+    Every coroutine also takes a keyword-only ``client_timeout``: seconds for that
+    call (replacing ``conn_timeout``), None for no limit, or a :class:`Timeouts`.
+
+    Raises:
+        InferenceServerException: the URL includes a scheme or an argument is invalid.
+    """
+
+    _closed = True  # until __init__ has built everything: __del__ stays quiet
+
+    def __init__(
+        self,
+        url: str,
+        verbose: bool = False,
+        conn_limit: int | None = 100,
+        conn_timeout: float | None = 60.0,
+        ssl: bool = False,
+        ssl_context: _ssl.SSLContext | None = None,
+        *,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+        pool_timeout: float | None = None,
+        http_client: Any = None,
+    ) -> None:
+        super().__init__()
+        address = parse_server_url(url, ssl)
+        self._address = address
+        self._verbose = verbose
+        if conn_limit is not None and (
+            isinstance(conn_limit, bool) or not isinstance(conn_limit, int) or conn_limit < 0
+        ):
+            raise InferenceServerException(
+                msg=f"conn_limit must be a non-negative integer (0: no limit), got {conn_limit!r}"
+            )
+        total = None if conn_timeout == 0 else _seconds("conn_timeout", conn_timeout)
+        self._limits = Limits(
+            total,
+            _seconds("connect_timeout", connect_timeout),
+            _seconds("read_timeout", read_timeout),
+            _seconds("pool_timeout", pool_timeout),
+        )
+        self._transport: ConnectionPool | HttpxTransport
+        if http_client is not None:
+            try:
+                self._transport = HttpxTransport(http_client, address)
+            except TypeError as e:
+                raise InferenceServerException(msg=str(e)) from None
+        else:
+            context = None
+            if ssl:
+                context = ssl_context if ssl_context is not None else _ssl.create_default_context()
+            self._transport = ConnectionPool(address, conn_limit or None, context)
+        self._origin = f"{address.scheme}://{address.host_header}"
+        self._context = RequestContext(
+            address.base_path,
+            address.host_header,
+            _USER_AGENT,
+            verbose,
+            fields=http_client is not None,
+            printed_origin=self._origin,
+        )
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def __aenter__(self) -> InferenceServerClient:
+        return self
+
+    async def __aexit__(self, type: Any, value: Any, traceback: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close every connection (idempotent); later calls raise ``ClientClosedError``.
+
+        Calls still running fail with ``ClientClosedError``. A caller-supplied
+        ``httpx.AsyncClient`` is not closed.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        await self._transport.aclose()
+
+    def __del__(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            warnings.warn(f"unclosed {self!r}", ResourceWarning, stacklevel=1, source=self)
+        except ResourceWarning:
+            raise  # warnings turned into errors (e.g. under pytest): let it show
+        except Exception:  # interpreter shutdown
+            pass
+        finally:
+            self._transport.abort_all()
+
+    def __repr__(self) -> str:
+        return f"<tritonhttp.aio.InferenceServerClient {self._address.url}>"
+
+    # -- request pipeline ----------------------------------------------------------------
+
+    def _limits_for(self, client_timeout: ClientTimeout) -> Limits:
+        if client_timeout is DEFAULT:
+            return self._limits
+        return self._limits.override(client_timeout)
+
+    def _prepare(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+    ) -> Prepared:
+        if self._closed:
+            raise ClientClosedError("the client has been closed")
+        return self._context.prepare(call, headers, query_params, self._plugin)
+
+    async def _send(self, call: Call, prepared: Prepared, limits: Limits) -> Any:
+        if self._closed:
+            raise ClientClosedError("the client has been closed")
+        response = await self._transport.request(prepared, limits)
+        if self._verbose:
+            print(_VerboseResponse(self._origin + prepared.target, response))
+        outcome = interpret(call, response.status, response.body, response.get, self._verbose)
+        if call.kind == RESULT:
+            return InferResult._from_parsed(outcome)
+        return outcome
+
+    async def _call(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        client_timeout: ClientTimeout,
+    ) -> Any:
+        limits = self._limits_for(client_timeout)
+        return await self._send(call, self._prepare(call, headers, query_params), limits)
+
+    async def _probe(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        client_timeout: ClientTimeout,
+    ) -> bool:
+        try:
+            return bool(await self._call(call, headers, query_params, client_timeout))
+        except TransportError:
+            return False
+
+    # -- health --------------------------------------------------------------------------
+
+    async def is_server_live(
+        self,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> bool:
+        """Whether the server is live (False also when it cannot be reached)."""
+        return await self._probe(Endpoints.server_live(), headers, query_params, client_timeout)
+
+    async def is_server_ready(
+        self,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> bool:
+        """Whether the server is ready (False also when it cannot be reached)."""
+        return await self._probe(Endpoints.server_ready(), headers, query_params, client_timeout)
+
+    async def is_model_ready(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> bool:
+        """Whether the model (version) is ready (False also when the server is unreachable)."""
+        return await self._probe(
+            Endpoints.model_ready(model_name, model_version), headers, query_params, client_timeout
+        )
+
+    # -- metadata and configuration ------------------------------------------------------
+
+    async def get_server_metadata(
+        self,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> Any:
+        """The server's metadata (name, version, extensions) as a dict."""
+        return await self._call(Endpoints.server_metadata(), headers, query_params, client_timeout)
+
+    async def get_model_metadata(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> Any:
+        """A model's metadata (versions, platform, inputs, outputs) as a dict."""
+        return await self._call(
+            Endpoints.model_metadata(model_name, model_version),
+            headers,
+            query_params,
+            client_timeout,
+        )
+
+    async def get_model_config(
+        self,
+        model_name: str,
+        model_version: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> Any:
+        """A model's configuration as a dict."""
+        return await self._call(
+            Endpoints.model_config(model_name, model_version),
+            headers,
+            query_params,
+            client_timeout,
+        )
+
+    async def get_model_repository_index(
+        self,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> Any:
+        """The models in the repository with their state (a list of dicts)."""
+        return await self._call(Endpoints.repository_index(), headers, query_params, client_timeout)
+
+    async def load_model(
+        self,
+        model_name: str,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        config: str | None = None,
+        files: Mapping[str, bytes] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> None:
+        """Load (or reload) a model; ``config`` is a JSON string, ``files`` path -> bytes."""
+        await self._call(
+            Endpoints.load_model(model_name, config, files), headers, query_params, client_timeout
+        )
+
+    async def unload_model(
+        self,
+        model_name: str,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        unload_dependents: bool = False,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> None:
+        """Unload a model (and, optionally, the models depending on it)."""
+        await self._call(
+            Endpoints.unload_model(model_name, unload_dependents),
+            headers,
+            query_params,
+            client_timeout,
+        )
+
+    async def get_inference_statistics(
+        self,
+        model_name: str = "",
+        model_version: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> Any:
+        """Inference statistics of one model (version) or of all models."""
+        return await self._call(
+            Endpoints.inference_statistics(model_name, model_version),
+            headers,
+            query_params,
+            client_timeout,
+        )
+
+    async def update_trace_settings(
+        self,
+        model_name: str | None = None,
+        settings: Mapping[str, Any] = {},
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> Any:
+        """Update the global or a model's trace settings; returns the new settings."""
+        return await self._call(
+            Endpoints.update_trace_settings(model_name, settings),
+            headers,
+            query_params,
+            client_timeout,
+        )
+
+    async def get_trace_settings(
+        self,
+        model_name: str | None = None,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> Any:
+        """The global or a model's trace settings."""
+        return await self._call(
+            Endpoints.trace_settings(model_name), headers, query_params, client_timeout
+        )
+
+    async def update_log_settings(
+        self,
+        settings: Mapping[str, Any],
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> Any:
+        """Update the log settings; returns the new settings."""
+        return await self._call(
+            Endpoints.update_log_settings(settings), headers, query_params, client_timeout
+        )
+
+    async def get_log_settings(
+        self,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> Any:
+        """The log settings."""
+        return await self._call(Endpoints.log_settings(), headers, query_params, client_timeout)
+
+    # -- shared memory -------------------------------------------------------------------
+
+    async def get_system_shared_memory_status(
+        self,
+        region_name: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> Any:
+        """Status of one or all registered system shared-memory regions."""
+        return await self._call(
+            Endpoints.shm_status("system", region_name), headers, query_params, client_timeout
+        )
+
+    async def register_system_shared_memory(
+        self,
+        name: str,
+        key: str,
+        byte_size: int,
+        offset: int = 0,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> None:
+        """Register a system shared-memory region (``key`` as used to create it)."""
+        await self._call(
+            Endpoints.register_system_shm(name, key, byte_size, offset),
+            headers,
+            query_params,
+            client_timeout,
+        )
+
+    async def unregister_system_shared_memory(
+        self,
+        name: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> None:
+        """Unregister one (or, with no name, every) system shared-memory region."""
+        await self._call(
+            Endpoints.unregister_shm("system", name), headers, query_params, client_timeout
+        )
+
+    async def get_cuda_shared_memory_status(
+        self,
+        region_name: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> Any:
+        """Status of one or all registered CUDA shared-memory regions."""
+        return await self._call(
+            Endpoints.shm_status("cuda", region_name), headers, query_params, client_timeout
+        )
+
+    async def register_cuda_shared_memory(
+        self,
+        name: str,
+        raw_handle: bytes,
+        device_id: int,
+        byte_size: int,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> None:
+        """Register a CUDA shared-memory region (``raw_handle``: base64 IPC handle)."""
+        await self._call(
+            Endpoints.register_cuda_shm(name, raw_handle, device_id, byte_size),
+            headers,
+            query_params,
+            client_timeout,
+        )
+
+    async def unregister_cuda_shared_memory(
+        self,
+        name: str = "",
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> None:
+        """Unregister one (or, with no name, every) CUDA shared-memory region."""
+        await self._call(
+            Endpoints.unregister_shm("cuda", name), headers, query_params, client_timeout
+        )
+
+    # -- inference -----------------------------------------------------------------------
+
+    @staticmethod
+    def generate_request_body(
+        inputs: Sequence[InferInput],
+        outputs: Sequence[InferRequestedOutput] | None = None,
+        request_id: str = "",
+        sequence_id: int | str = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        priority: int = 0,
+        timeout: int | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> tuple[bytes, int | None]:
+        """The inference request body and its JSON header length (None: JSON only)."""
+        body = build_infer_body(
+            inputs,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            parameters,
+        )
+        return body.joined(), body.json_size
+
+    @staticmethod
+    def parse_response_body(
+        response_body: bytes | bytearray | memoryview | str,
+        verbose: bool = False,
+        header_length: int | str | None = None,
+        content_encoding: str | None = None,
+    ) -> InferResult:
+        """An :class:`InferResult` from a raw response body (see ``from_response_body``)."""
+        return InferResult.from_response_body(
+            response_body, verbose, header_length, content_encoding
+        )
+
+    async def infer(
+        self,
+        model_name: str,
+        inputs: Sequence[InferInput],
+        model_version: str = "",
+        outputs: Sequence[InferRequestedOutput] | None = None,
+        request_id: str = "",
+        sequence_id: int | str = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        priority: int = 0,
+        timeout: int | None = None,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        request_compression_algorithm: str | None = None,
+        response_compression_algorithm: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> InferResult:
+        """Run an inference and return its :class:`InferResult`.
+
+        Arguments as for the sync client's ``infer``: ``timeout`` is Triton's
+        server-side timeout in microseconds; the client-side limit is
+        ``client_timeout``.
+
+        Raises:
+            InferenceServerException: invalid arguments (before anything is sent), or the
+                server's error (``str(e)`` is ``"[<status>] <message>"``).
+        """
+        call = _infer_call(
+            model_name,
+            inputs,
+            model_version,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            request_compression_algorithm,
+            response_compression_algorithm,
+            parameters,
+        )
+        result: InferResult = await self._call(call, headers, query_params, client_timeout)
+        return result
+
+    def async_infer(
+        self,
+        model_name: str,
+        inputs: Sequence[InferInput],
+        model_version: str = "",
+        outputs: Sequence[InferRequestedOutput] | None = None,
+        request_id: str = "",
+        sequence_id: int | str = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        priority: int = 0,
+        timeout: int | None = None,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        request_compression_algorithm: str | None = None,
+        response_compression_algorithm: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> asyncio.Task[InferResult]:
+        """Start an inference and return at once: an ``asyncio.Task`` of the result.
+
+        The request is built and checked in the caller (errors raise here); ``await``
+        the task for the :class:`InferResult`, or cancel it. Needs a running event
+        loop. Arguments as for :meth:`infer`.
+        """
+        call = _infer_call(
+            model_name,
+            inputs,
+            model_version,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            request_compression_algorithm,
+            response_compression_algorithm,
+            parameters,
+        )
+        prepared = self._prepare(call, headers, query_params)
+        limits = self._limits_for(client_timeout)
+        task: asyncio.Task[InferResult] = asyncio.get_running_loop().create_task(
+            self._send(call, prepared, limits)
+        )
+        if self._verbose:
+            print("Sent request" + (f" '{request_id}'" if request_id != "" else ""))
+        return task
+
+    # -- generate extension --------------------------------------------------------------
+
+    async def generate(
+        self,
+        model_name: str,
+        inputs: Mapping[str, Any],
+        model_version: str = "",
+        parameters: Mapping[str, Any] | None = None,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> Any:
+        """Call the model through Triton's generate extension; the parsed JSON answer.
+
+        ``inputs`` maps input names to values (numbers, strings, booleans, lists, numpy
+        arrays); other keys become request parameters, as do ``parameters``.
+
+        Raises:
+            InferenceServerException: the server's error (also when the model does not
+                produce exactly one response: use :meth:`generate_stream` for those).
+        """
+        return await self._call(
+            Endpoints.generate(model_name, model_version, inputs, parameters),
+            headers,
+            query_params,
+            client_timeout,
+        )
+
+    def generate_stream(
+        self,
+        model_name: str,
+        inputs: Mapping[str, Any],
+        model_version: str = "",
+        parameters: Mapping[str, Any] | None = None,
+        headers: Mapping[str, Any] | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        *,
+        client_timeout: ClientTimeout = DEFAULT,
+    ) -> AsyncGenerateStream:
+        """Stream a model's responses (``/generate_stream``): an async iterator of events.
+
+        Arguments as for :meth:`generate` (checked here). The request is sent when the
+        iterator is entered or first advanced; each model response is yielded as soon
+        as it arrives; an error (status or event) raises ``InferenceServerException``.
+        ``client_timeout`` limits the wait for the answer to start; the read timeout
+        applies between events::
+
+            async with client.generate_stream("llm", {"text_input": "hi"}) as events:
+                async for event in events:
+                    print(event["text_output"], end="")
+        """
+        call = Endpoints.generate(model_name, model_version, inputs, parameters, stream=True)
+        prepared = self._prepare(call, headers, query_params)
+        limits = self._limits_for(client_timeout)
+
+        async def start() -> BodyStream:
+            if self._closed:
+                raise ClientClosedError("the client has been closed")
+            return await self._transport.open_stream(prepared, limits)
+
+        url = self._origin + prepared.target
+        return AsyncGenerateStream(start, self._verbose, lambda head: _VerboseResponse(url, head))
+
+
+def _infer_call(
+    model_name: str,
+    inputs: Sequence[InferInput],
+    model_version: str,
+    outputs: Sequence[InferRequestedOutput] | None,
+    request_id: str,
+    sequence_id: int | str,
+    sequence_start: bool,
+    sequence_end: bool,
+    priority: int,
+    timeout: int | None,
+    request_compression_algorithm: str | None,
+    response_compression_algorithm: str | None,
+    parameters: Mapping[str, Any] | None,
+) -> Call:
+    body = build_infer_body(
+        inputs,
+        outputs,
+        request_id,
+        sequence_id,
+        sequence_start,
+        sequence_end,
+        priority,
+        timeout,
+        parameters,
+    )
+    return Endpoints.infer(
+        model_name,
+        model_version,
+        body,
+        request_compression_algorithm,
+        response_compression_algorithm,
+    )

@@ -1,0 +1,504 @@
+"""The sequence batcher: stateful models, one correlation id per sequence.
+
+A sequence starts with a request flagged START and holds a *slot* until a request
+flagged END has been scheduled, or until it stayed idle for
+``max_sequence_idle_microseconds``. New sequences wait in a backlog while every slot
+is taken. Requests of a sequence run in order, on the instance that owns its slot,
+and receive the configured control inputs (START, END, READY, CORRID).
+
+* ``direct`` (the default): each instance has ``max(1, max_batch_size)`` slots; a batch
+  holds the next request of each slot, and empty slots below the last used one are
+  padded with *null* requests (empty id, zero data, READY false) whose responses are
+  dropped, as Triton does.
+* ``oldest``: each instance has ``max_candidate_sequences`` slots; the next request of
+  each candidate sequence joins a dynamic batcher (``preferred_batch_size``,
+  ``max_queue_delay_microseconds``), so sequences are batched as they arrive.
+* ``iterative_sequence``: a model may release a request with RESCHEDULE; it runs again
+  at the head of its sequence (flags cleared). Requests without a correlation id get
+  one of their own (1, 2, ...), and a sequence ends when its request completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import heapq
+import struct
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...utils._dtypes import TRITON_TO_NUMPY
+from ._config import wire_datatype
+from ._errors import Code, CoreError
+from ._queue import Pending, PriorityQueue
+from ._scheduler import (
+    BatchingRules,
+    DynamicBatcher,
+    Executor,
+    Scheduler,
+    reschedule_refused,
+)
+from ._types import InferRequest, InferResponse, InputTensor
+from .model_config_pb2 import ModelConfig, ModelSequenceBatching
+
+if TYPE_CHECKING:
+    from ._backend_api import ModelInstance
+    from ._stats import ModelStats
+
+__all__ = ["SequenceBatcher"]
+
+_START = 1
+_END = 2
+_Kind = ModelSequenceBatching.Control
+#: the order Triton hands control inputs to the model (before the request's inputs)
+_CONTROL_ORDER: dict[int, int] = {
+    _Kind.CONTROL_SEQUENCE_READY: 0,
+    _Kind.CONTROL_SEQUENCE_CORRID: 1,
+    _Kind.CONTROL_SEQUENCE_END: 2,
+    _Kind.CONTROL_SEQUENCE_START: 3,
+}
+
+
+def _now() -> int:
+    return time.monotonic_ns()
+
+
+class _Control:
+    __slots__ = ("dtype", "kind", "name", "values", "wire")
+
+    def __init__(self, name: str, kind: int, wire: str, values: list[Any]) -> None:
+        self.name = name
+        self.kind = kind
+        self.wire = wire
+        self.values = values
+        self.dtype = TRITON_TO_NUMPY[wire] if wire != "BYTES" else np.dtype(np.object_)
+
+
+def _parse_controls(config: ModelConfig) -> list[_Control]:
+    controls: list[_Control] = []
+    for ci in config.sequence_batching.control_input:
+        for ctl in ci.control:
+            wire = wire_datatype(ctl.data_type) if ctl.data_type else ""
+            values: list[Any]
+            if ctl.fp32_false_true:
+                values, wire = list(ctl.fp32_false_true), "FP32"
+            elif ctl.int32_false_true:
+                values, wire = list(ctl.int32_false_true), "INT32"
+            elif ctl.bool_false_true:
+                values, wire = list(ctl.bool_false_true), "BOOL"
+            else:
+                values = []
+            if not wire:
+                continue
+            controls.append(_Control(ci.name, ctl.kind, wire, values))
+    controls.sort(key=lambda c: _CONTROL_ORDER.get(c.kind, 4))
+    return controls
+
+
+def _corrid_value(cid: int | str, dtype: np.dtype[Any]) -> Any:
+    if isinstance(cid, int):
+        return np.array(cid, dtype=np.uint64).astype(dtype)
+    # Triton reads a string id's serialised form (4-byte length, then the bytes) as
+    # the control's number
+    data = cid.encode()
+    raw = (struct.pack("<I", len(data)) + data).ljust(dtype.itemsize, b"\0")
+    return np.frombuffer(raw[: dtype.itemsize], dtype=dtype)[0]
+
+
+class _Sequence:
+    __slots__ = ("cid", "in_flight", "queue", "slot", "timer")
+
+    def __init__(self, cid: int | str) -> None:
+        self.cid = cid
+        self.queue: collections.deque[_Item] = collections.deque()
+        self.slot: _Slot | None = None
+        self.in_flight = 0
+        self.timer: asyncio.TimerHandle | None = None
+
+
+class _Item(Pending):
+    """A request of a sequence, with the inputs it arrived with (before controls)."""
+
+    __slots__ = ("inputs", "seq")
+
+    def __init__(
+        self, request: InferRequest, future: asyncio.Future[InferResponse], seq: _Sequence
+    ) -> None:
+        super().__init__(request, future, _now())
+        self.seq = seq
+        self.inputs = dict(request.inputs)
+
+
+class _Slot:
+    __slots__ = ("index", "instance", "order", "sequence")
+
+    def __init__(self, instance: int, index: int) -> None:
+        self.instance = instance
+        self.index = index
+        self.order = (index, instance)
+        self.sequence: _Sequence | None = None
+
+    def __lt__(self, other: _Slot) -> bool:
+        return self.order < other.order
+
+
+class _Lane:
+    """One instance with its slots (and, for ``oldest``, its dynamic batcher)."""
+
+    __slots__ = ("batcher", "busy", "instance", "slots")
+
+    def __init__(self, instance: ModelInstance, slots: list[_Slot]) -> None:
+        self.instance = instance
+        self.slots = slots
+        self.busy = False
+        self.batcher: DynamicBatcher | None = None
+
+
+class SequenceBatcher(Scheduler):
+    """Triton's sequence batcher (``direct`` and ``oldest`` strategies)."""
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        instances: list[ModelInstance],
+        execute: Executor,
+        stats: ModelStats,
+    ) -> None:
+        super().__init__(instances, execute, stats)
+        sb = config.sequence_batching
+        self.model_name = config.name
+        self.iterative = sb.iterative_sequence
+        self.idle_ns = (sb.max_sequence_idle_microseconds or 1_000_000) * 1000
+        self.batching = config.max_batch_size > 0
+        self.oldest = sb.WhichOneof("strategy_choice") == "oldest"
+        self.controls = _parse_controls(config)
+        self._control_names = frozenset(c.name for c in self.controls)
+        self._input_specs = {i.name: wire_datatype(i.data_type) for i in config.input}
+        if self.oldest:
+            per_instance = max(1, sb.oldest.max_candidate_sequences)
+        else:
+            per_instance = max(1, config.max_batch_size)
+        self._lanes: list[_Lane] = []
+        self._free: list[_Slot] = []
+        for i, inst in enumerate(instances):
+            slots = [_Slot(i, j) for j in range(per_instance)]
+            lane = _Lane(inst, slots)
+            if self.oldest:
+                rules = BatchingRules.from_config(
+                    config,
+                    list(sb.oldest.preferred_batch_size),
+                    sb.oldest.max_queue_delay_microseconds,
+                )
+                lane.batcher = DynamicBatcher(
+                    [inst], execute, stats, rules, PriorityQueue(None), self._done
+                )
+            self._lanes.append(lane)
+            self._free.extend(slots)
+        heapq.heapify(self._free)
+        self._active: dict[int | str, _Sequence] = {}
+        self._backlog: collections.deque[_Sequence] = collections.deque()
+        self._next_cid = 1
+
+    # ------------------------------------------------------------------ admission
+
+    def check(self, req: InferRequest) -> None:
+        """The sequence rules a request must meet before it is accepted (400 otherwise)."""
+        cid = req.correlation_id
+        if cid == 0 or cid == "":
+            if self.iterative:
+                return
+            raise CoreError(
+                f"inference request to model '{self.model_name}' must specify a non-zero "
+                "or non-empty correlation ID"
+            )
+        if not req.flags & _START and cid not in self._active:
+            raise CoreError(
+                f"inference request for sequence {cid} to model '{self.model_name}' must "
+                "specify the START flag on the first request of the sequence"
+            )
+
+    async def infer(self, req: InferRequest) -> InferResponse:
+        cid = req.correlation_id
+        if cid == 0 or cid == "":  # iterative model, no sequence of its own
+            cid = req.correlation_id = self._next_cid
+            self._next_cid += 1
+            req.flags |= _START
+        seq = self._active.get(cid)
+        if seq is None:  # a START (checked at admission); a START on a live sequence
+            seq = self._active[cid] = _Sequence(cid)  # continues in its slot
+            self._place(seq)
+        if req.flags & _END and not self.iterative:
+            self._active.pop(cid, None)  # later requests must START again
+        if seq.timer is not None:
+            seq.timer.cancel()
+            seq.timer = None
+        fut: asyncio.Future[InferResponse] = asyncio.get_running_loop().create_future()
+        item = _Item(req, fut, seq)
+        seq.queue.append(item)
+        self._waiting[id(req)] = item
+        self._kick(seq)
+        return await fut
+
+    # ------------------------------------------------------------------ slots
+
+    def _place(self, seq: _Sequence) -> None:
+        if self._free and not self._backlog:
+            self._bind(seq, heapq.heappop(self._free))
+        else:
+            self._backlog.append(seq)
+
+    def _bind(self, seq: _Sequence, slot: _Slot) -> None:
+        seq.slot = slot
+        slot.sequence = seq
+
+    def _release(self, seq: _Sequence) -> None:
+        """The sequence is over: its slot goes to the backlog or back to the free set."""
+        if self._active.get(seq.cid) is seq and not seq.queue:
+            del self._active[seq.cid]
+        if seq.timer is not None:
+            seq.timer.cancel()
+            seq.timer = None
+        slot = seq.slot
+        if slot is None:
+            return
+        seq.slot = None
+        slot.sequence = None
+        if self._backlog:
+            nxt = self._backlog.popleft()
+            self._bind(nxt, slot)
+            self._kick(nxt)
+            self._idle_check(nxt)  # a sequence whose requests were all cancelled idles out
+        else:
+            heapq.heappush(self._free, slot)
+
+    def _idle_check(self, seq: _Sequence) -> None:
+        if seq.slot is None or seq.queue or seq.in_flight or self._closed:
+            return
+        if seq.timer is not None:
+            seq.timer.cancel()
+        seq.timer = asyncio.get_running_loop().call_later(self.idle_ns / 1e9, self._expire, seq)
+
+    def _expire(self, seq: _Sequence) -> None:
+        seq.timer = None
+        if seq.queue or seq.in_flight:
+            return
+        self._release(seq)
+        if self._active.get(seq.cid) is seq:
+            del self._active[seq.cid]
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _with_controls(self, req: InferRequest, inputs: dict[str, InputTensor]) -> None:
+        if not self.controls:
+            return
+        shape = [1, 1] if self.batching else [1]
+        tensors: dict[str, InputTensor] = {}
+        for ctl in self.controls:
+            if ctl.kind == _Kind.CONTROL_SEQUENCE_CORRID:
+                cid = req.correlation_id
+                if ctl.wire == "BYTES":
+                    arr = np.empty(shape, dtype=np.object_)
+                    arr[...] = str(cid).encode()
+                else:
+                    arr = np.full(shape, _corrid_value(cid, ctl.dtype), ctl.dtype)
+            else:
+                if ctl.kind == _Kind.CONTROL_SEQUENCE_START:
+                    on = bool(req.flags & _START)
+                elif ctl.kind == _Kind.CONTROL_SEQUENCE_END:
+                    on = bool(req.flags & _END)
+                else:
+                    on = True
+                values = ctl.values
+                value = values[1] if on and len(values) > 1 else (values[0] if values else 0)
+                arr = np.full(shape, value, ctl.dtype)
+            tensors[ctl.name] = InputTensor(ctl.name, ctl.wire, list(shape), array=arr)
+        tensors.update((k, v) for k, v in inputs.items() if k not in tensors)
+        req.inputs = tensors
+
+    def _null_request(self, template: InferRequest, inputs: dict[str, InputTensor]) -> InferRequest:
+        """A padding request shaped like ``template`` (Triton's null request)."""
+        zeros: dict[str, InputTensor] = {}
+        for name, t in inputs.items():
+            if t.array is not None and t.array.dtype == np.object_:
+                arr = np.empty(t.array.shape, dtype=np.object_)
+                arr[...] = b""
+            elif t.array is not None:
+                arr = np.zeros(t.array.shape, dtype=t.array.dtype)
+            else:
+                continue
+            zeros[name] = InputTensor(name, t.datatype, list(t.shape), array=arr)
+        null = InferRequest(id="", inputs={}, requested_outputs=[], batch_size=template.batch_size)
+        if self.controls:
+            self._with_controls(null, zeros)
+            for ctl in self.controls:  # everything off, READY included
+                t = null.inputs[ctl.name]
+                assert t.array is not None
+                if ctl.kind == _Kind.CONTROL_SEQUENCE_CORRID:
+                    t.array = (
+                        np.full(t.array.shape, b"", np.object_)
+                        if ctl.wire == "BYTES"
+                        else np.zeros(t.array.shape, ctl.dtype)
+                    )
+                else:
+                    off = ctl.values[0] if ctl.values else 0
+                    t.array = np.full(t.array.shape, off, ctl.dtype)
+        else:
+            null.inputs = zeros
+        return null
+
+    def _kick(self, seq: _Sequence) -> None:
+        slot = seq.slot
+        if slot is None or self._closed:
+            return
+        lane = self._lanes[slot.instance]
+        if lane.batcher is None:
+            self._run_direct(lane)
+            return
+        if seq.in_flight or not seq.queue:
+            return
+        item = seq.queue.popleft()
+        self._waiting.pop(id(item.request), None)
+        self._prepare(item)
+        seq.in_flight += 1
+        lane.batcher.submit(item, 0)
+
+    def _prepare(self, item: _Item) -> None:
+        req = item.request
+        self._with_controls(req, item.inputs)
+        if req.flags & _END and not self.iterative:
+            self._release(item.seq)  # Triton frees the slot once the END request is scheduled
+
+    def _run_direct(self, lane: _Lane) -> None:
+        if lane.busy:
+            return
+        picked: list[tuple[int, _Item]] = []
+        for slot in lane.slots:
+            seq = slot.sequence
+            if seq is not None and seq.queue:
+                picked.append((slot.index, seq.queue.popleft()))
+        if not picked:
+            return
+        lane.busy = True
+        for _, item in picked:
+            self._waiting.pop(id(item.request), None)
+            item.seq.in_flight += 1
+            self._prepare(item)
+        batch: list[InferRequest] = []
+        real: list[_Item | None] = []
+        template = picked[0][1]
+        by_slot = dict(picked)
+        for index in range(picked[-1][0] + 1):
+            found = by_slot.get(index)
+            if found is None:
+                batch.append(self._null_request(template.request, template.inputs))
+            else:
+                batch.append(found.request)
+            real.append(found)
+        self._spawn(self._execute_direct(lane, batch, real))
+
+    async def _execute_direct(
+        self, lane: _Lane, batch: list[InferRequest], real: list[_Item | None]
+    ) -> None:
+        items = [p for p in real if p is not None]
+        try:
+            nulls = tuple(i for i, p in enumerate(real) if p is None)
+            responses = await self._execute(lane.instance, batch, nulls)
+            for item, response in zip(real, responses, strict=False):
+                if item is not None:
+                    self._done(item, response)
+        except BaseException as e:  # never leave a waiter hanging
+            self._fail(items, e)
+            for item in items:
+                item.seq.in_flight -= 1
+            if not isinstance(e, Exception):
+                raise
+        finally:
+            lane.busy = False
+            self._run_direct(lane)
+
+    def _done(self, pending: Pending, response: InferResponse) -> None:
+        """A request came back from the model (both strategies)."""
+        assert isinstance(pending, _Item)
+        item = pending
+        seq = item.seq
+        seq.in_flight -= 1
+        req = item.request
+        if response.rescheduled:
+            if self.iterative and response.error is None:
+                req.flags = 0  # later passes are neither START nor END
+                seq.queue.appendleft(item)
+                self._waiting[id(req)] = item
+                self._continue(seq)
+                return
+            response = reschedule_refused()
+        self._answer(item, response)
+        if self.iterative:
+            # Triton ends the request's sequence by cancelling it, which 2.51 counts
+            # as one failed (CANCELED) request
+            self._stats.record_failure("CANCELED", 0)
+            if not seq.queue and not seq.in_flight:
+                self._release(seq)
+                return
+        self._continue(seq)
+
+    def _continue(self, seq: _Sequence) -> None:
+        if seq.slot is not None and self._lanes[seq.slot.instance].batcher is not None:
+            # the instance takes its next payload before this sequence's next request
+            # joins the batcher (Triton's instance thread wins that race)
+            asyncio.get_running_loop().call_soon(self._kick_later, seq)
+        else:
+            self._kick(seq)
+            self._idle_check(seq)
+
+    def _kick_later(self, seq: _Sequence) -> None:
+        self._kick(seq)
+        self._idle_check(seq)
+
+    # ------------------------------------------------------------------ cancellation
+
+    def _dequeue(self, item: Pending) -> bool:
+        assert isinstance(item, _Item)
+        seq = item.seq
+        try:
+            seq.queue.remove(item)
+        except ValueError:
+            if seq.slot is not None:
+                batcher = self._lanes[seq.slot.instance].batcher
+                if batcher is not None and batcher._dequeue(item):
+                    batcher._waiting.pop(id(item.request), None)
+                    seq.in_flight -= 1
+                    self._kick(seq)
+                    self._idle_check(seq)
+                    return True
+            return False
+        self._idle_check(seq)
+        return True
+
+    def cancel(self, req: InferRequest) -> None:
+        req.cancelled = True
+        item = self._waiting.get(id(req))
+        if item is None:
+            for lane in self._lanes:
+                if lane.batcher is not None and id(req) in lane.batcher._waiting:
+                    item = lane.batcher._waiting[id(req)]
+                    break
+        if item is not None and self._dequeue(item):
+            self._refuse(item, "CANCELED", CoreError("Request was cancelled", Code.CANCELLED))
+
+    @property
+    def pending(self) -> int:
+        return len(self._waiting) + sum(
+            lane.batcher.pending for lane in self._lanes if lane.batcher is not None
+        )
+
+    def close(self) -> None:
+        super().close()
+        for seq in list(self._active.values()):
+            if seq.timer is not None:
+                seq.timer.cancel()
+                seq.timer = None
+        for lane in self._lanes:
+            if lane.batcher is not None:
+                lane.batcher.close()
