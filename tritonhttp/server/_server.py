@@ -206,6 +206,7 @@ class Server:
             await asyncio.wait_for(self.http.wait_idle(), self.options.exit_timeout_secs)
         await self._close_servers()
         await self.repository.shutdown()
+        self.python_backend.close()
         self.core.shm.close()
 
     async def serve(self) -> None:

@@ -42,13 +42,21 @@ class PythonBackend:
         self._defaults = {"inline-execution": inline, "isolation": isolation}
         self.services = ModelServices()
         self._bound = False
+        self._previous = _runtime.current()
 
     def bind(self, bridge: ServerBridge) -> None:
         """Connect to the server (on its event loop): BLS, model control, metrics."""
         self.services.bind(bridge, asyncio.get_running_loop())
-        if not isinstance(_runtime.current(), InProcessRuntime) or not self._bound:
+        if not self._bound:
+            self._previous = _runtime.current()
             _runtime.install(InProcessRuntime(self.services))
             self._bound = True
+
+    def close(self) -> None:
+        """The server stopped: pb_utils in this process goes back to what it was."""
+        if self._bound:
+            _runtime.install(self._previous)
+            self._bound = False
 
     def _settings(self, ctx: LoadContext) -> BackendSettings:
         return BackendSettings.parse({**self._defaults, **ctx.backend_config})
