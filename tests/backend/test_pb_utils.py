@@ -58,6 +58,16 @@ TRITON_NAMES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def no_server() -> Any:
+    """These tests are about a plain session: a server other tests left running in this
+    process (an in-process one installs itself as pb_utils' runtime) is set aside."""
+    previous = _runtime.current()
+    _runtime.install(_runtime.Runtime())
+    yield
+    _runtime.install(previous)
+
+
 class Link:
     """A server-side request's link, recording what reaches 'the server'."""
 
