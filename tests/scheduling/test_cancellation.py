@@ -91,9 +91,5 @@ def test_real_triton_does_not_cancel_running_http_requests(probes: dict[str, Pro
     assert _abandon_running(probes["triton"]) == [False, False]
 
 
-@pytest.mark.xfail(
-    reason="needs the Python runtime to expose InferRequest.cancelled as is_cancelled()",
-    strict=False,
-)
 def test_a_running_request_whose_client_left_is_cancelled(probes: dict[str, Probe]) -> None:
     assert _abandon_running(probes["ours"]) == [True, False]

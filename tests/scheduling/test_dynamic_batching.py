@@ -150,10 +150,6 @@ def test_failures_inside_a_batch(probes: dict[str, Probe]) -> None:
     )
 
 
-@pytest.mark.xfail(
-    reason="needs the Python runtime to report RELEASE_RESCHEDULE (InferResponse.rescheduled)",
-    strict=False,
-)
 def test_rescheduling_without_iterative_sequences_is_an_error(probes: dict[str, Probe]) -> None:
     # real Triton logs "Failed to release request: Request is released with
     # TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, ..." and never answers; we answer with it

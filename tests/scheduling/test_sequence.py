@@ -160,10 +160,6 @@ def test_oldest_batches_across_sequences(probes: dict[str, Probe]) -> None:
     assert ours == triton
 
 
-@pytest.mark.xfail(
-    reason="needs the Python runtime to report RELEASE_RESCHEDULE (InferResponse.rescheduled)",
-    strict=False,
-)
 def test_iterative_sequences_reschedule(probes: dict[str, Probe]) -> None:
     def scenario(p: Probe) -> Any:
         results = []
