@@ -175,25 +175,36 @@ def test_concurrent_requests_with_large_tensors(isolated: _launch.BundledServer)
 
 def test_two_instances_run_in_parallel(isolated: _launch.BundledServer) -> None:
     """count: 2 on a CPU-bound (GIL-holding) execute: the two workers compute at the same
-    time. (The throughput ratio itself is measured by benchmarks/backend_bench.py.)"""
-    results: list[list[float]] = []
+    time. (The throughput ratio itself is measured by benchmarks/backend_bench.py.)
 
-    def call() -> None:
-        r = infer(isolated.url, "cpu_bound", ("N", "INT64", [1], [3_000_000]))
-        results.append(output(r, "TIMES"))
+    Other processes on a shared machine can take a core away for a while, so the CPU
+    proof gets three tries; one in-process GIL could never pass it."""
+
+    def pair() -> tuple[float, float, float]:
+        results: list[list[float]] = []
+
+        def call() -> None:
+            r = infer(isolated.url, "cpu_bound", ("N", "INT64", [1], [3_000_000]))
+            results.append(output(r, "TIMES"))
+
+        threads = [threading.Thread(target=call) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        (s1, e1, c1), (s2, e2, c2) = results
+        wall = max(e1, e2) - min(s1, s2)
+        overlap = min(e1, e2) - max(s1, s2)
+        return overlap / min(e1 - s1, e2 - s2), c1 + c2, wall
 
     infer(isolated.url, "cpu_bound", ("N", "INT64", [1], [10]))
-    threads = [threading.Thread(target=call) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    (s1, e1, c1), (s2, e2, c2) = results
-    wall = max(e1, e2) - min(s1, s2)
-    overlap = min(e1, e2) - max(s1, s2)
-    assert overlap > 0.5 * min(e1 - s1, e2 - s2)
+    tries = [pair() for _ in range(1)]
+    while (os.cpu_count() or 1) >= 2 and tries[-1][1] / tries[-1][2] <= 1.2 and len(tries) < 3:
+        tries.append(pair())
+    overlap, cpu, wall = tries[-1]
+    assert overlap > 0.5
     if (os.cpu_count() or 1) >= 2:
-        assert (c1 + c2) / wall > 1.2  # more than one core's worth of CPU at once
+        assert cpu / wall > 1.2, tries  # more than one core's worth of CPU at once
 
 
 def test_in_process_sys_exit_is_an_error_not_an_exit(servers: Start) -> None:
