@@ -817,6 +817,71 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
         "/v2/models/identity_bytes/infer",
         *binary_request([("INPUT0", "BYTES", [2], bytes_blob([b"ab"]))]),
     ),
+    # BYTES element counts and truncated strings: refused at admission (JSON, with the
+    # request id) or, for a truncated last string in the right count, by the backend
+    # (text/plain, no prefix)
+    *[
+        (
+            f"bin-bytes-{case}",
+            "POST",
+            "/v2/models/identity_bytes/infer",
+            *binary_request([("INPUT0", "BYTES", [count], blob)], request_id=request_id),
+        )
+        for case, count, blob, request_id in [
+            ("short-last", 2, bytes_blob([b"ab", b"cdef"])[:-2], None),
+            ("short-only", 1, bytes_blob([b"abcdef"])[:-1], None),
+            ("short-last-of-3", 3, bytes_blob([b"ab", b"x", b"cdef"])[:-3], None),
+            ("short-no-data", 1, b"\x05\x00\x00\x00", None),
+            ("short-huge-length", 1, b"\xff\xff\xff\xffab", None),
+            ("short-with-id", 1, bytes_blob([b"abcdef"])[:-1], "r1"),
+            ("too-few", 3, bytes_blob([b"ab", b"c"]), None),
+            ("too-few-short", 3, bytes_blob([b"ab"]) + b"\x05\x00\x00\x00ab", None),
+            ("too-many", 1, bytes_blob([b"ab", b"c"]), None),
+            ("too-many-3", 1, bytes_blob([b"a", b"b", b"c"]), None),
+            ("too-many-short", 1, bytes_blob([b"ab", b"cd"])[:-1], None),
+            ("too-many-short-2", 2, bytes_blob([b"ab", b"x", b"cd"])[:-1], None),
+            ("too-many-with-id", 1, bytes_blob([b"a", b"b"]), "r1"),
+            ("too-many-cut-length", 1, bytes_blob([b"ab"]) + b"\x01\x00", None),
+            ("zero-shape", 0, bytes_blob([b"a"]), None),
+            ("empty", 2, b"", None),
+        ]
+    ],
+    (
+        "infer-bytes-too-many",
+        "POST",
+        "/v2/models/identity_all/infer",
+        j(
+            {
+                "inputs": [
+                    {"name": "IN_STRING", "datatype": "BYTES", "shape": [1], "data": ["a"] * 3}
+                ]
+            }
+        ),
+        {},
+    ),
+    (
+        # the admission error of one input wins over the backend error of another
+        "bin-bytes-short-and-bad-size",
+        "POST",
+        "/v2/models/identity_all/infer",
+        *binary_request(
+            [
+                ("IN_STRING", "BYTES", [1], bytes_blob([b"abc"])[:-1]),
+                ("IN_FP32", "FP32", [2], _fp32([1.0])),
+            ]
+        ),
+    ),
+    (
+        "bin-bytes-short-and-ok",
+        "POST",
+        "/v2/models/identity_all/infer",
+        *binary_request(
+            [
+                ("IN_FP32", "FP32", [1], _fp32([1.0])),
+                ("IN_STRING", "BYTES", [1], bytes_blob([b"abc"])[:-1]),
+            ]
+        ),
+    ),
     (
         "raw-two-inputs",
         "POST",
