@@ -650,7 +650,7 @@ class HttpFrontend:
                 accept = v
             elif k == b"content-length" and v.isdigit():
                 expected = min(int(v), 1 << 34)
-        body = await read_body(receive, expected)
+        body = await read_body(receive, expected, scope)
         if encoding is not None and encoding not in (b"", b"identity"):
             if encoding in (b"gzip", b"deflate"):
                 if not body:

@@ -80,7 +80,7 @@ class ParsedInfer:
 # ----------------------------------------------------------------------------- request
 
 
-def inflate(body: bytes | bytearray, limit: int) -> bytearray:
+def inflate(body: bytes | bytearray | memoryview, limit: int) -> bytearray:
     """gzip or zlib data (auto-detected); corrupt data yields what inflated before it."""
     d = zlib.decompressobj(47)
     out = bytearray()
@@ -206,7 +206,7 @@ def _request_parameters(params: Any, req: InferRequest) -> bool:
 
 
 def parse_infer_request(
-    body: bytearray,
+    body: bytearray | memoryview,
     header_len: int,
     model: ModelVersion,
     shm: SharedMemoryRegistry,
