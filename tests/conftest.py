@@ -11,12 +11,28 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _repos import materialise
 
 from tritonhttp.testing import _real_triton as rt
 
 TESTS = Path(__file__).parent
 #: The shared model repository: every model in it loads on both servers.
 MODELS = TESTS / "models"
+
+ModelRepo = Callable[[str], Path]
+
+
+@pytest.fixture(scope="session")
+def model_repo(tmp_path_factory: pytest.TempPathFactory) -> ModelRepo:
+    """``model_repo(name)``: ``tests/repos/<name>`` materialised once a session (see ``_repos``)."""
+    made: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in made:
+            made[name] = materialise(name, tmp_path_factory.mktemp("repos"))
+        return made[name]
+
+    return get
 
 RealTritonFactory = Callable[..., rt.RealTriton]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ._probe import REPO, Probe
+from ._probe import Probe
 
 CACHE_SIZE = 1 << 20
 
@@ -28,12 +28,13 @@ def sched_scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def probes(
-    real_triton_factory: Any, bundled_server_factory: Any, sched_scratch: Path
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any, sched_scratch: Path
 ) -> Iterator[dict[str, Probe]]:
     """``{"triton": ..., "ours": ...}`` serving ``tests/repos/sched_models``."""
     args = server_args()
-    real = real_triton_factory(REPO, *args)
-    ours = bundled_server_factory(REPO, *args)
+    repo = model_repo("sched_models")
+    real = real_triton_factory(repo, *args)
+    ours = bundled_server_factory(repo, *args)
     yield {
         "triton": Probe(real, sched_scratch, "triton"),
         "ours": Probe(ours, sched_scratch, "ours"),

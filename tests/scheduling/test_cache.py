@@ -14,7 +14,6 @@ from ._probe import Probe, counts, info, metric_counts, outcome
 
 pytestmark = pytest.mark.real_triton
 
-SMALL_REPO = Path(__file__).parent.parent / "repos" / "sched_cache"
 #: room for two 40 kB responses, not three
 SMALL_CACHE = 100_000
 WIDE = 10_000
@@ -111,13 +110,14 @@ def test_where_our_cache_differs(probes: dict[str, Probe]) -> None:
 
 @pytest.fixture(scope="module")
 def small_probes(
-    real_triton_factory: Any, bundled_server_factory: Any, sched_scratch: Path
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any, sched_scratch: Path
 ) -> Iterator[dict[str, Probe]]:
     from .conftest import server_args
 
     args = (*server_args()[:1], f"--cache-config=local,size={SMALL_CACHE}")
-    real = real_triton_factory(SMALL_REPO, *args)
-    ours = bundled_server_factory(SMALL_REPO, *args)
+    small_repo = model_repo("sched_cache")
+    real = real_triton_factory(small_repo, *args)
+    ours = bundled_server_factory(small_repo, *args)
     yield {
         "triton": Probe(real, sched_scratch, "triton-lru"),
         "ours": Probe(ours, sched_scratch, "ours-lru"),

@@ -15,7 +15,6 @@ import numpy as np
 from tritonhttp.server import Server, parse_args
 
 MODELS = Path(__file__).parent.parent / "models"
-SPECIAL = Path(__file__).parent.parent / "repos" / "special"
 
 ADD = {
     "inputs": [
@@ -129,12 +128,14 @@ def test_instances_run_concurrently_and_requests_queue() -> None:
     run(go())
 
 
-def test_model_api_through_param_echo() -> None:
+def test_model_api_through_param_echo(model_repo: Any) -> None:
+    special = model_repo("special")
+
     async def go() -> None:
         server = Server(
             parse_args(
                 [
-                    f"--model-repository={SPECIAL}",
+                    f"--model-repository={special}",
                     "--model-control-mode=explicit",
                     "--load-model=param_echo",
                 ]

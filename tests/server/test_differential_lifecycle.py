@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +15,6 @@ from .test_differential_state import _mask
 
 pytestmark = pytest.mark.real_triton
 
-REPO = Path(__file__).parent.parent / "repos" / "special"
 ARGS = ("--model-control-mode=explicit", "--strict-readiness=true")
 
 
@@ -274,9 +272,12 @@ def _settle(url: str) -> None:
         time.sleep(0.05)
 
 
-def test_lifecycle_script(real_triton_factory: Any, bundled_server_factory: Any) -> None:
-    real = real_triton_factory(REPO, *ARGS)
-    ours = bundled_server_factory(REPO, *ARGS)
+def test_lifecycle_script(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
+    repo = model_repo("special")
+    real = real_triton_factory(repo, *ARGS)
+    ours = bundled_server_factory(repo, *ARGS)
     problems = []
     for i, (method, path, body, headers) in enumerate(STEPS):
         if "unload" in path or path.endswith("/index"):
@@ -301,13 +302,17 @@ def test_lifecycle_script(real_triton_factory: Any, bundled_server_factory: Any)
     assert not problems, "\n".join(problems)
 
 
-def test_full_queue_answers_503(real_triton_factory: Any, bundled_server_factory: Any) -> None:
+def test_full_queue_answers_503(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
     import threading
+
+    repo = model_repo("special")
 
     args = ("--model-control-mode=explicit", "--load-model=queue1")
     body = infer_body([("IN", "INT32", [1, 1], [7])])
     answers = []
-    for server in (real_triton_factory(REPO, *args), bundled_server_factory(REPO, *args)):
+    for server in (real_triton_factory(repo, *args), bundled_server_factory(repo, *args)):
         replies: list[Reply] = []
         threads = []
         for delay in (0.0, 0.25):
