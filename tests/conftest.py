@@ -34,6 +34,7 @@ def model_repo(tmp_path_factory: pytest.TempPathFactory) -> ModelRepo:
 
     return get
 
+
 RealTritonFactory = Callable[..., rt.RealTriton]
 
 
