@@ -2,6 +2,10 @@
 
     python benchmarks/server_bench.py [--seconds 3] [--rounds 3] [--skip-real]
 
+Our server runs its Python models in-process (``--python-isolation=in-process``, the
+configuration the server issue's targets name); ``benchmarks/backend_bench.py`` measures
+the default process isolation.
+
 Measures (each server in turn, several alternating rounds, median kept):
 
 * ``add_sub`` JSON inference with wrk at -c1 and -c16 (requests/s),
@@ -124,7 +128,7 @@ class Target:
 def _start_ours(repo: Path) -> Any:
     from tritonhttp.server import _launch
 
-    return _launch.start(repo, "--log-info=false")
+    return _launch.start(repo, "--log-info=false", "--python-isolation=in-process")
 
 
 def _start_real(repo: Path) -> Any:

@@ -9,13 +9,12 @@ thread pool and returns at once.
 from __future__ import annotations
 
 import concurrent.futures
-import importlib.metadata
 import ssl as _ssl
 import threading
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ._client_common import USER_AGENT, ClientCommon, print_sent, result_of
 from ._errors import (
     ClientClosedError,
     InferenceServerException,
@@ -23,30 +22,11 @@ from ._errors import (
     raise_error,
 )
 from ._generate import GenerateStream
-from ._plugin import InferenceServerClientBase
-from ._protocol import (
-    RESULT,
-    Call,
-    Endpoints,
-    RequestContext,
-    build_infer_body,
-    interpret,
-    parse_server_url,
-)
+from ._protocol import Call, Endpoints, RequestContext, parse_server_url
 from ._tensors import InferInput, InferRequestedOutput, InferResult
 from ._transport import ConnectionPool, ResponseStream, make_ssl_context
 
 __all__ = ["InferAsyncRequest", "InferenceServerClient"]
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("tritonhttp")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - source checkout
-        return "0"
-
-
-_USER_AGENT = f"tritonhttp/{_version()}"
 
 
 class InferAsyncRequest:
@@ -89,7 +69,7 @@ class InferAsyncRequest:
         return f"<InferAsyncRequest {state}>"
 
 
-class InferenceServerClient(InferenceServerClientBase):
+class InferenceServerClient(ClientCommon):
     """A client for Triton's HTTP/REST API; a drop-in for ``tritonclient.http``'s.
 
     Unlike tritonclient's, one client can be used from any number of threads: it keeps
@@ -114,7 +94,6 @@ class InferenceServerClient(InferenceServerClientBase):
         InferenceServerException: the URL includes a scheme or is invalid.
     """
 
-    _closed = True  # until __init__ has built everything: __del__ stays quiet
     _executor: concurrent.futures.ThreadPoolExecutor | None = None
 
     def __init__(
@@ -160,7 +139,7 @@ class InferenceServerClient(InferenceServerClientBase):
             raise InferenceServerException(msg="max_greenlets must be a positive integer or None")
         self._pending = threading.BoundedSemaphore(max_greenlets) if max_greenlets else None
         self._executor_lock = threading.Lock()
-        self._context = RequestContext(address.base_path, self._host, _USER_AGENT, verbose)
+        self._context = RequestContext(address.base_path, self._host, USER_AGENT, verbose)
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -171,22 +150,10 @@ class InferenceServerClient(InferenceServerClientBase):
     def __exit__(self, type: Any, value: Any, traceback: Any) -> None:
         self.close()
 
-    def __del__(self) -> None:
-        # No I/O and no waiting here: this may run on any thread, at any time (even
-        # during interpreter shutdown, when module globals may already be gone).
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            warnings.warn(f"unclosed {self!r}", ResourceWarning, stacklevel=1, source=self)
-        except ResourceWarning:
-            raise  # warnings turned into errors (e.g. under pytest): let it show
-        except Exception:  # interpreter shutdown: nothing left to warn with
-            pass
-        finally:
-            if self._executor is not None:
-                self._executor.shutdown(wait=False)
-            self._pool.close()
+    def _abandon(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+        self._pool.close()
 
     def __repr__(self) -> str:
         return f"<InferenceServerClient {self._address.url}>"
@@ -226,10 +193,7 @@ class InferenceServerClient(InferenceServerClientBase):
         )
         if self._verbose:
             print(response)
-        outcome = interpret(call, response.status, response.body, response.get, self._verbose)
-        if call.kind == RESULT:
-            return InferResult._from_parsed(outcome)
-        return outcome
+        return result_of(call, response, self._verbose)
 
     def _json(
         self, call: Call, headers: Mapping[str, Any] | None, query_params: Mapping[str, Any] | None
@@ -453,83 +417,6 @@ class InferenceServerClient(InferenceServerClientBase):
 
     # -- inference -----------------------------------------------------------------------
 
-    @staticmethod
-    def generate_request_body(
-        inputs: Sequence[InferInput],
-        outputs: Sequence[InferRequestedOutput] | None = None,
-        request_id: str = "",
-        sequence_id: int | str = 0,
-        sequence_start: bool = False,
-        sequence_end: bool = False,
-        priority: int = 0,
-        timeout: int | None = None,
-        parameters: Mapping[str, Any] | None = None,
-    ) -> tuple[bytes, int | None]:
-        """The inference request body and its JSON header length (None: JSON only).
-
-        For sending the request with another HTTP stack; set the
-        ``Inference-Header-Content-Length`` header to the length when it is not None.
-        """
-        body = build_infer_body(
-            inputs,
-            outputs,
-            request_id,
-            sequence_id,
-            sequence_start,
-            sequence_end,
-            priority,
-            timeout,
-            parameters,
-        )
-        return body.joined(), body.json_size
-
-    @staticmethod
-    def parse_response_body(
-        response_body: bytes | bytearray | memoryview | str,
-        verbose: bool = False,
-        header_length: int | str | None = None,
-        content_encoding: str | None = None,
-    ) -> InferResult:
-        """An :class:`InferResult` from a raw response body (see ``from_response_body``)."""
-        return InferResult.from_response_body(
-            response_body, verbose, header_length, content_encoding
-        )
-
-    def _infer_call(
-        self,
-        model_name: str,
-        inputs: Sequence[InferInput],
-        model_version: str,
-        outputs: Sequence[InferRequestedOutput] | None,
-        request_id: str,
-        sequence_id: int | str,
-        sequence_start: bool,
-        sequence_end: bool,
-        priority: int,
-        timeout: int | None,
-        request_compression_algorithm: str | None,
-        response_compression_algorithm: str | None,
-        parameters: Mapping[str, Any] | None,
-    ) -> Call:
-        body = build_infer_body(
-            inputs,
-            outputs,
-            request_id,
-            sequence_id,
-            sequence_start,
-            sequence_end,
-            priority,
-            timeout,
-            parameters,
-        )
-        return Endpoints.infer(
-            model_name,
-            model_version,
-            body,
-            request_compression_algorithm,
-            response_compression_algorithm,
-        )
-
     def infer(
         self,
         model_name: str,
@@ -559,7 +446,7 @@ class InferenceServerClient(InferenceServerClientBase):
             InferenceServerException: invalid arguments (before anything is sent), or the
                 server's error (``str(e)`` is ``"[<status>] <message>"``).
         """
-        call = self._infer_call(
+        call = Endpoints.inference(
             model_name,
             inputs,
             model_version,
@@ -602,7 +489,7 @@ class InferenceServerClient(InferenceServerClientBase):
         ``concurrency`` threads. With ``max_greenlets`` set, this blocks while that many
         requests are outstanding.
         """
-        call = self._infer_call(
+        call = Endpoints.inference(
             model_name,
             inputs,
             model_version,
@@ -631,7 +518,7 @@ class InferenceServerClient(InferenceServerClientBase):
                 pending.release()
             raise ClientClosedError("the client has been closed") from None
         if self._verbose:
-            print("Sent request" + (f" '{request_id}'" if request_id != "" else ""))
+            print_sent(request_id)
         return InferAsyncRequest(future, self._verbose)
 
     def _run_async(

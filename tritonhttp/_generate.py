@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any
 
-from ._protocol import EventStreamDecoder, generate_error, stream_event
+from ._protocol import EventStreamState, generate_error, stream_event
 from ._transport import ResponseStream
 
 __all__ = ["GenerateStream"]
 
 
-class GenerateStream(Iterator[Any]):
+class GenerateStream(EventStreamState[Callable[[], ResponseStream], ResponseStream], Iterator[Any]):
     """The events of one ``generate_stream`` call, as parsed JSON objects, as they arrive.
 
     The request is sent when the stream is entered (``with``) or first iterated. An
@@ -24,12 +23,7 @@ class GenerateStream(Iterator[Any]):
     """
 
     def __init__(self, start: Callable[[], ResponseStream], verbose: bool = False) -> None:
-        self._start: Callable[[], ResponseStream] | None = start
-        self._response: ResponseStream | None = None
-        self._decoder = EventStreamDecoder()
-        self._events: collections.deque[bytes] = collections.deque()
-        self._verbose = verbose
-        self._closed = False
+        super().__init__(start, verbose)
 
     def _open(self) -> ResponseStream:
         start, self._start = self._start, None
@@ -80,6 +74,8 @@ class GenerateStream(Iterator[Any]):
             except BaseException:
                 self.close()
                 raise
+        # The step per event is written out here as in AsyncGenerateStream: a shared helper
+        # would add a call to every event.
         data = events.popleft()
         if self._verbose:
             print(data)
@@ -91,16 +87,8 @@ class GenerateStream(Iterator[Any]):
 
     def close(self) -> None:
         """End the stream and release its connection (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
-        self._start = None
-        self._events.clear()
-        if self._response is not None:
-            self._response.close()
+        response = self._finish()
+        if response is not None:
+            response.close()
 
-    def __del__(self) -> None:
-        # Dropping an unfinished stream (e.g. ``break`` out of a for loop) is normal
-        # use: close quietly.
-        if not self._closed and self._response is not None:
-            self._response.close()
+    _abort = close  # closing never waits

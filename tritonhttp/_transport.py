@@ -115,20 +115,9 @@ class _Connection:
         sent_all = False
         reader = ResponseReader()
         try:
-            try:
-                if self._tls:
-                    self._send_tls(head, body)
-                else:
-                    self._send(head, body, len(head) + size)
-            except (BrokenPipeError, ConnectionResetError) as send_error:
-                # The server may have answered early (e.g. an error before reading a
-                # large body) and closed: show its answer rather than the broken pipe.
-                early = self._early_answer(reader)
-                if early is None:
-                    raise send_error from None
-                return early
-            sent_all = True
-            self._receive(reader)
+            if self._send_request(head, body, size, reader):
+                sent_all = True
+                self._receive(reader)
             return reader.response()
         except (OSError, TransportError) as e:
             raise _Failure(e, sent_all, reader.started) from e
@@ -141,22 +130,40 @@ class _Connection:
         sent_all = False
         reader = ResponseReader(stream=True)
         try:
-            try:
-                if self._tls:
-                    self._send_tls(head, body)
-                else:
-                    self._send(head, body, len(head) + size)
-            except (BrokenPipeError, ConnectionResetError) as send_error:
-                if self._early_answer(reader) is None:
-                    raise send_error from None
-                reader.forbid_reuse()  # the server stopped reading the request
-                return reader
-            sent_all = True
-            while not reader.head_complete:
-                self.read_once(reader)
+            if self._send_request(head, body, size, reader):
+                sent_all = True
+                while not reader.head_complete:
+                    self.read_once(reader)
             return reader
         except (OSError, TransportError) as e:
             raise _Failure(e, sent_all, reader.started) from e
+
+    def _send_request(
+        self, head: bytes, body: Sequence[Buffer], size: int, reader: ResponseReader
+    ) -> bool:
+        """Send the whole request: True; False when the server broke the connection but
+        had answered early (e.g. an error before reading a large body): ``reader`` then
+        holds that whole answer, and the connection is not reused.
+        """
+        try:
+            if self._tls:
+                self._send_tls(head, body)
+            else:
+                self._send(head, body, len(head) + size)
+        except (BrokenPipeError, ConnectionResetError) as send_error:
+            if not self._early_answer(reader):
+                raise send_error from None
+            return False
+        return True
+
+    def _early_answer(self, reader: ResponseReader) -> bool:
+        """Whether the server answered before it closed (the answer is then in ``reader``)."""
+        try:
+            self._receive(reader)
+        except (OSError, TransportError):
+            return False
+        reader.forbid_reuse()  # the server stopped reading the request
+        return True
 
     def read_once(self, reader: ResponseReader) -> None:
         """One receive into ``reader`` (``eof()`` when the server closed)."""
@@ -182,15 +189,6 @@ class _Connection:
                     reader.feed(view[:n])
                     continue
             reader.eof()
-
-    def _early_answer(self, reader: ResponseReader) -> Response | None:
-        try:
-            self._receive(reader)
-        except (OSError, TransportError):
-            return None
-        response = reader.response()
-        response.keep_alive = False
-        return response
 
     def _send(self, head: bytes, body: Sequence[Buffer], total: int) -> None:
         sock = self._sock
@@ -272,25 +270,12 @@ class ConnectionPool:
         Raises a ``TransportError`` subclass naming the server URL when no response
         could be obtained, ``ClientClosedError`` after :meth:`close`.
         """
-        if self._closed:
-            raise ClientClosedError("the client has been closed (connection pool closed)")
-        self._slots.get()
+        conn, response = self._start(lambda c: c.exchange(head, body, size), idempotent)
         try:
-            conn = self._checkout()
-            reused = conn is not None
-            if conn is None:
-                conn = self._connect()
-            try:
-                conn, response = self._exchange(
-                    conn, lambda c: c.exchange(head, body, size), reused, idempotent
-                )
-            except BaseException:
-                conn.close()  # e.g. KeyboardInterrupt mid-response: never reuse it
-                raise
             self._checkin(conn, response.keep_alive)
-            return response
         finally:
             self._slots.put(None)
+        return response
 
     def open_stream(
         self, head: bytes, body: Sequence[Buffer], size: int, *, idempotent: bool
@@ -298,6 +283,15 @@ class ConnectionPool:
         """Send a request and return once the response head is in; the body is read
         piece by piece from the returned :class:`ResponseStream` (which holds the
         connection until it is closed). Errors as for :meth:`request`.
+        """
+        conn, reader = self._start(lambda c: c.start(head, body, size), idempotent)
+        return ResponseStream(self, conn, reader)
+
+    def _start(self, run: Callable[[_Connection], _T], idempotent: bool) -> tuple[_Connection, _T]:
+        """Take a pool slot and a connection, and ``run`` the exchange on it.
+
+        Returns the connection used and ``run``'s outcome; the slot stays taken (the
+        caller gives it back), except when this raises.
         """
         if self._closed:
             raise ClientClosedError("the client has been closed (connection pool closed)")
@@ -308,16 +302,13 @@ class ConnectionPool:
             if conn is None:
                 conn = self._connect()
             try:
-                conn, reader = self._exchange(
-                    conn, lambda c: c.start(head, body, size), reused, idempotent
-                )
+                return self._exchange(conn, run, reused, idempotent)
             except BaseException:
-                conn.close()
+                conn.close()  # e.g. KeyboardInterrupt mid-response: never reuse it
                 raise
         except BaseException:
             self._slots.put(None)
             raise
-        return ResponseStream(self, conn, reader)
 
     def _exchange(
         self,
@@ -441,11 +432,7 @@ class ResponseStream:
         if self._done:
             return
         self._done = True
-        reader = self._reader
         try:
-            if reader.complete:
-                self._pool._checkin(self._conn, reader.keep_alive)
-            else:
-                self._conn.close()
+            self._pool._checkin(self._conn, self._reader.complete and self._reader.keep_alive)
         finally:
             self._pool._slots.put(None)

@@ -1,4 +1,5 @@
-"""``triton-cli bench`` against real Triton: every mode and load, exports, failures."""
+"""``triton-cli bench`` against real Triton and the bundled server: every mode and load,
+exports, failures."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ from pathlib import Path
 
 import pytest
 from conftest import Invoke, RunCli
-
-pytestmark = pytest.mark.real_triton
 
 
 def levels_of(output: str) -> list[dict]:

@@ -1,5 +1,5 @@
 """``--ssl``, ``--insecure`` and ``--ca-certs`` through a TLS-terminating proxy in front of
-real Triton (which serves plain HTTP): the client commands, ``generate`` and the ``bench``
+each server (both serve plain HTTP): the client commands, ``generate`` and the ``bench``
 loop mode each have their own TLS path."""
 
 from __future__ import annotations
@@ -15,13 +15,9 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import Run, run_script
+from conftest import Server
 
-from tritonhttp.testing import _real_triton as rt
-
-pytestmark = [
-    pytest.mark.real_triton,
-    pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command"),
-]
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 
 
 def _pump(source: socket.socket, target: socket.socket) -> None:
@@ -65,6 +61,9 @@ class TLSProxy:
                 self._threads.append(thread)
 
     def close(self) -> None:
+        # shutdown() wakes the thread blocked in accept(); close() alone does not.
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
         self._accepting.join(5)
         for s in self._sockets:
@@ -105,7 +104,7 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def proxy(triton: rt.RealTriton, certificate: tuple[Path, Path]) -> Iterator[TLSProxy]:
+def proxy(triton: Server, certificate: tuple[Path, Path]) -> Iterator[TLSProxy]:
     server = TLSProxy(("127.0.0.1", triton.http_port), *certificate)
     try:
         yield server

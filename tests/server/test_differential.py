@@ -34,6 +34,13 @@ def add_with(**changes: Any) -> str:
     return j(doc)
 
 
+def raw_tokens(name: str, datatype: str, tokens: str) -> str:
+    """An identity_all request whose data are JSON tokens as written (``NaN,-Inf``...)."""
+    shape = tokens.count(",") + 1
+    head = f'{{"inputs":[{{"name":"IN_{name}","datatype":"{datatype}","shape":[{shape}],'
+    return head + f'"data":[{tokens}]}}]}}'
+
+
 def _fp32(values: list[float]) -> bytes:
     return np.array(values, dtype="<f4").tobytes()
 
@@ -810,6 +817,71 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
         "/v2/models/identity_bytes/infer",
         *binary_request([("INPUT0", "BYTES", [2], bytes_blob([b"ab"]))]),
     ),
+    # BYTES element counts and truncated strings: refused at admission (JSON, with the
+    # request id) or, for a truncated last string in the right count, by the backend
+    # (text/plain, no prefix)
+    *[
+        (
+            f"bin-bytes-{case}",
+            "POST",
+            "/v2/models/identity_bytes/infer",
+            *binary_request([("INPUT0", "BYTES", [count], blob)], request_id=request_id),
+        )
+        for case, count, blob, request_id in [
+            ("short-last", 2, bytes_blob([b"ab", b"cdef"])[:-2], None),
+            ("short-only", 1, bytes_blob([b"abcdef"])[:-1], None),
+            ("short-last-of-3", 3, bytes_blob([b"ab", b"x", b"cdef"])[:-3], None),
+            ("short-no-data", 1, b"\x05\x00\x00\x00", None),
+            ("short-huge-length", 1, b"\xff\xff\xff\xffab", None),
+            ("short-with-id", 1, bytes_blob([b"abcdef"])[:-1], "r1"),
+            ("too-few", 3, bytes_blob([b"ab", b"c"]), None),
+            ("too-few-short", 3, bytes_blob([b"ab"]) + b"\x05\x00\x00\x00ab", None),
+            ("too-many", 1, bytes_blob([b"ab", b"c"]), None),
+            ("too-many-3", 1, bytes_blob([b"a", b"b", b"c"]), None),
+            ("too-many-short", 1, bytes_blob([b"ab", b"cd"])[:-1], None),
+            ("too-many-short-2", 2, bytes_blob([b"ab", b"x", b"cd"])[:-1], None),
+            ("too-many-with-id", 1, bytes_blob([b"a", b"b"]), "r1"),
+            ("too-many-cut-length", 1, bytes_blob([b"ab"]) + b"\x01\x00", None),
+            ("zero-shape", 0, bytes_blob([b"a"]), None),
+            ("empty", 2, b"", None),
+        ]
+    ],
+    (
+        "infer-bytes-too-many",
+        "POST",
+        "/v2/models/identity_all/infer",
+        j(
+            {
+                "inputs": [
+                    {"name": "IN_STRING", "datatype": "BYTES", "shape": [1], "data": ["a"] * 3}
+                ]
+            }
+        ),
+        {},
+    ),
+    (
+        # the admission error of one input wins over the backend error of another
+        "bin-bytes-short-and-bad-size",
+        "POST",
+        "/v2/models/identity_all/infer",
+        *binary_request(
+            [
+                ("IN_STRING", "BYTES", [1], bytes_blob([b"abc"])[:-1]),
+                ("IN_FP32", "FP32", [2], _fp32([1.0])),
+            ]
+        ),
+    ),
+    (
+        "bin-bytes-short-and-ok",
+        "POST",
+        "/v2/models/identity_all/infer",
+        *binary_request(
+            [
+                ("IN_FP32", "FP32", [1], _fp32([1.0])),
+                ("IN_STRING", "BYTES", [1], bytes_blob([b"abc"])[:-1]),
+            ]
+        ),
+    ),
     (
         "raw-two-inputs",
         "POST",
@@ -1169,6 +1241,72 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
     ("generate-model-error", "POST", "/v2/models/error_model/generate", j({"MODE": 0}), {}),
     ("generate-model-invalid", "POST", "/v2/models/error_model/generate", j({"MODE": 1}), {}),
     ("generate-bad-json", "POST", "/v2/models/add_sub/generate", "{", {}),
+    # NaN and Infinity: Triton's RapidJSON takes NaN, Inf and Infinity (signed) as numbers
+    *[
+        (
+            f"nan-{dt.lower()}-{i}",
+            "POST",
+            "/v2/models/identity_all/infer",
+            raw_tokens(name, dt, tokens),
+            {},
+        )
+        for i, (name, dt, tokens) in enumerate(
+            [
+                ("FP64", "FP64", "NaN,Infinity,-Infinity"),
+                ("FP64", "FP64", "Inf,-Inf,-NaN"),
+                ("FP32", "FP32", "NaN,-Infinity,1e400"),
+                ("FP64", "FP64", "nan"),
+                ("FP64", "FP64", "inf"),
+                ("FP64", "FP64", "NaNx"),
+                ("FP64", "FP64", "Infin"),
+                ("FP64", "FP64", "+Inf"),
+                ("INT32", "INT32", "NaN"),
+                ("INT64", "INT64", "-Infinity"),
+                ("UINT8", "UINT8", "Inf"),
+                ("BOOL", "BOOL", "NaN"),
+                ("STRING", "BYTES", "NaN"),
+            ]
+        )
+    ],
+    (
+        "nan-shape",
+        "POST",
+        "/v2/models/identity_all/infer",
+        '{"inputs":[{"name":"IN_FP64","datatype":"FP64","shape":[NaN],"data":[1]}]}',
+        {},
+    ),
+    (
+        "nan-parameter",
+        "POST",
+        "/v2/models/add_sub/infer",
+        add_with(parameters={"x": "P"}).replace('"P"', "NaN"),
+        {},
+    ),
+    ("nan-id", "POST", "/v2/models/add_sub/infer", add_with(id="I").replace('"I"', "-Inf"), {}),
+    (
+        "nan-binary-size",
+        "POST",
+        "/v2/models/add_sub/infer",
+        add_with().replace('"data":[1,1,1,1]', '"parameters":{"binary_data_size":NaN}'),
+        {},
+    ),
+    (
+        "nan-generate",
+        "POST",
+        "/v2/models/identity_all/generate",
+        '{"IN_FP64":[NaN,-Inf],"IN_INT64":[1],"parameters":{"p":Infinity}}',
+        {},
+    ),
+    ("nan-index", "POST", "/v2/repository/index", '{"ready":NaN}', {}),
+    ("nan-log", "POST", "/v2/logging", '{"log_verbose_level":NaN}', {}),
+    ("nan-trace", "POST", "/v2/trace/setting", '{"trace_rate":Infinity}', {}),
+    (
+        "nan-shm-register",
+        "POST",
+        "/v2/systemsharedmemory/region/r/register",
+        '{"key":"/x","offset":0,"byte_size":NaN}',
+        {},
+    ),
 ]
 
 _IDS = [c[0] for c in CASES]

@@ -4,6 +4,7 @@ every answer compared byte for byte."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from typing import Any
@@ -32,6 +33,34 @@ def infer_body(inputs: list[tuple[str, str, list[int], list[Any]]], **extra: Any
 
 
 Step = tuple[str, str, str | bytes, dict[str, str]]
+
+_UPLOADED_MODEL = b"""
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse(
+                [pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())]
+            )
+            for r in requests
+        ]
+"""
+UPLOAD = j(
+    {
+        "parameters": {
+            "config": j(
+                {
+                    "backend": "python",
+                    "input": [{"name": "IN", "data_type": "TYPE_INT32", "dims": [1]}],
+                    "output": [{"name": "OUT", "data_type": "TYPE_INT32", "dims": [1]}],
+                }
+            ),
+            "file:1/model.py": base64.b64encode(_UPLOADED_MODEL).decode(),
+        }
+    }
+)
 
 LOADS = [
     "add_sub", "broken_model", "syntax_error", "no_class", "multi_ver", "specific_ver", "latest2",
@@ -247,6 +276,15 @@ STEPS: list[Step] = [
     ("POST", "/v2/repository/models/add_sub/load", "", {}),
     ("GET", "/v2/models/add_sub/config", "", {}),
     ("POST", "/v2/repository/index", "", {}),
+    # a model from files sent with the load request: served, but never in the index
+    ("POST", "/v2/repository/models/uploaded/load", UPLOAD, {}),
+    ("GET", "/v2/models/uploaded/ready", "", {}),
+    ("POST", "/v2/models/uploaded/infer", infer_body([("IN", "INT32", [1], [5])]), {}),
+    ("POST", "/v2/repository/index", "", {}),
+    ("POST", "/v2/repository/index", '{"ready":true}', {}),
+    ("POST", "/v2/repository/models/uploaded/unload", "", {}),
+    ("POST", "/v2/repository/index", "", {}),
+    ("GET", "/v2/models/uploaded/ready", "", {}),
 ]
 
 

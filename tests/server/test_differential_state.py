@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ._wire import exchange
+from ._wire import binary_request, bytes_blob, exchange
 
 pytestmark = pytest.mark.real_triton
 
@@ -45,6 +45,12 @@ def _traffic(url: str) -> None:
     assert exchange(url, "POST", "/v2/models/error_model/infer", _mode(0)).status == 500  # success
     assert exchange(url, "POST", "/v2/models/error_model/infer", _mode(2)).status == 500  # fail
     assert exchange(url, "POST", "/v2/models/error_model/infer", _mode(5)).status == 200
+    # BYTES: a truncated last string fails in the backend (a failed request), a wrong
+    # element count is refused at admission (not counted)
+    cut = binary_request([("INPUT0", "BYTES", [2], bytes_blob([b"ab", b"cdef"])[:-1])])
+    assert exchange(url, "POST", "/v2/models/identity_bytes/infer", *cut).status == 400
+    extra = binary_request([("INPUT0", "BYTES", [1], bytes_blob([b"ab", b"c"]))])
+    assert exchange(url, "POST", "/v2/models/identity_bytes/infer", *extra).status == 400
 
 
 def _mask(stats: dict[str, Any]) -> dict[str, Any]:
@@ -72,6 +78,7 @@ def test_statistics(real_triton_factory: Any, bundled_server_factory: Any) -> No
         "/v2/models/add_sub/versions/1/stats",
         "/v2/models/error_model/stats",
         "/v2/models/simple/stats",
+        "/v2/models/identity_bytes/stats",
     ):
         r = exchange(real.url, "GET", path)
         o = exchange(ours.url, "GET", path)

@@ -237,3 +237,58 @@ def test_log_file_and_iso8601(tmp_path: Path) -> None:
     assert "Started HTTPService" in text
     first = text.splitlines()[0]
     assert first[4] == "-" and first[10] == "T" and first[19] == "Z", first
+
+
+#: starts the server (same process, by exec) with the soft open-files limit lowered to 256
+_LOW_NOFILE_LAUNCH = (
+    "import os, resource, sys\n"
+    "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+    "resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))\n"
+    "os.execv(sys.executable, [sys.executable, '-m', 'tritonhttp.server', *sys.argv[1:]])\n"
+)
+
+
+def _open_files_limits(pid: int) -> tuple[str, str]:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            soft, hard = line.split()[3:5]
+            return soft, hard
+    raise AssertionError("no 'Max open files' line")
+
+
+@pytest.mark.skipif(not Path("/proc/self/limits").exists(), reason="needs Linux /proc")
+def test_start_raises_the_open_files_soft_limit() -> None:
+    from tritonhttp.server._server import OPEN_FILES_CAP
+    from tritonhttp.testing._real_triton import free_port
+
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _LOW_NOFILE_LAUNCH,
+            f"--model-repository={MODELS}",
+            "--model-control-mode=explicit",  # nothing to load: a quick start
+            f"--http-port={port}",
+            f"--metrics-port={free_port()}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, "the server exited"
+            try:
+                if exchange(f"127.0.0.1:{port}", "GET", "/v2/health/live").status == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+        soft, hard = _open_files_limits(process.pid)
+        expected = OPEN_FILES_CAP if hard == "unlimited" else min(int(hard), OPEN_FILES_CAP)
+        assert int(soft) == expected  # started with 256
+    finally:
+        process.terminate()
+        process.wait(30)

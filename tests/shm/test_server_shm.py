@@ -373,6 +373,9 @@ def test_status_register_and_inference_through_regions(
             [shm_output("OUT_STRING", region="out0", size=12)],
         ),
         infer("identity_all", [shm_input("IN_STRING", "BYTES", [3], region="by", size=13)]),
+        infer("identity_all", [shm_input("IN_STRING", "BYTES", [1], region="by", size=13)]),
+        infer("identity_all", [shm_input("IN_STRING", "BYTES", [2], region="by", size=12)]),
+        infer("identity_all", [shm_input("IN_STRING", "BYTES", [2], region="by", size=6)]),
         infer(
             "identity_all",
             [shm_input("IN_STRING", "BYTES", [1], region="by", size=3, offset=100)],

@@ -8,6 +8,7 @@ exceptions. Transports (``tritonhttp._transport``, ``tritonhttp.aio``) sit on to
 from ._endpoints import GENERATE, JSON, NONE, PROBE, RESULT, STREAM, Call, Endpoints
 from ._generate import (
     EventStreamDecoder,
+    EventStreamState,
     generate_body,
     generate_error,
     generate_result,
@@ -38,6 +39,7 @@ __all__ = [
     "Call",
     "Endpoints",
     "EventStreamDecoder",
+    "EventStreamState",
     "InferBody",
     "JSONDecodeError",
     "ParsedInferResponse",

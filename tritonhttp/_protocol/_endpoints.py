@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._errors import InferenceServerException, _InvalidArgument
 from ._generate import generate_body
-from ._infer import Buffer, InferBody, compress_body
+from ._infer import Buffer, InferBody, InputLike, OutputLike, build_infer_body, compress_body
 from ._json import dumps
 from ._urls import quote_name
 
@@ -246,6 +246,43 @@ class Endpoints:
             size,
             headers=headers,
             printable=buffers,
+        )
+
+    @staticmethod
+    def inference(
+        model_name: str,
+        inputs: Sequence[InputLike],
+        model_version: str,
+        outputs: Sequence[OutputLike] | None,
+        request_id: str,
+        sequence_id: int | str,
+        sequence_start: bool,
+        sequence_end: bool,
+        priority: int,
+        timeout: int | None,
+        request_compression_algorithm: str | None,
+        response_compression_algorithm: str | None,
+        parameters: Mapping[str, Any] | None,
+    ) -> Call:
+        """The request of the clients' ``infer`` / ``async_infer``, from their arguments
+        (in their order, without ``headers`` and ``query_params``)."""
+        body = build_infer_body(
+            inputs,
+            outputs,
+            request_id,
+            sequence_id,
+            sequence_start,
+            sequence_end,
+            priority,
+            timeout,
+            parameters,
+        )
+        return Endpoints.infer(
+            model_name,
+            model_version,
+            body,
+            request_compression_algorithm,
+            response_compression_algorithm,
         )
 
     @staticmethod

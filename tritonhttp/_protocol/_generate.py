@@ -18,8 +18,9 @@ where in the stream the model failed.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .._errors import ProtocolError, _InvalidArgument, server_error
 from ._infer import Buffer
@@ -28,6 +29,7 @@ from ._status import error_for
 
 __all__ = [
     "EventStreamDecoder",
+    "EventStreamState",
     "generate_body",
     "generate_error",
     "generate_result",
@@ -36,6 +38,9 @@ __all__ = [
 
 #: Status used for an error reported inside a 200 answer (see the module docstring).
 _IN_BODY_ERROR_STATUS = 400
+
+_Start = TypeVar("_Start")
+_Answer = TypeVar("_Answer")
 
 
 def generate_body(inputs: Mapping[str, Any], parameters: Mapping[str, Any] | None) -> str:
@@ -67,10 +72,11 @@ def generate_body(inputs: Mapping[str, Any], parameters: Mapping[str, Any] | Non
         raise _InvalidArgument(f"cannot encode the generate request as JSON: {e}") from None
 
 
-def _in_body_error(result: Any) -> Exception | None:
-    if isinstance(result, dict) and "error" in result and "model_name" not in result:
-        return server_error(_IN_BODY_ERROR_STATUS, str(result["error"]))
-    return None
+def _unless_error(answer: Any) -> Any:
+    """``answer``, unless it is an error object (``{"error": ...}``): that is raised."""
+    if isinstance(answer, dict) and "error" in answer and "model_name" not in answer:
+        raise server_error(_IN_BODY_ERROR_STATUS, str(answer["error"]))
+    return answer
 
 
 def generate_result(status: int, body: Buffer) -> Any:
@@ -82,10 +88,7 @@ def generate_result(status: int, body: Buffer) -> Any:
         result = loads(bytes(body))
     except (JSONDecodeError, UnicodeDecodeError) as e:
         raise ProtocolError(f"the generate response is not JSON: {e}") from None
-    in_body = _in_body_error(result)
-    if in_body is not None:
-        raise in_body
-    return result
+    return _unless_error(result)
 
 
 def generate_error(status: int, body: Buffer, content_type: str | None) -> Exception:
@@ -111,10 +114,7 @@ def stream_event(data: bytes) -> Any:
         event = loads(data)
     except (JSONDecodeError, UnicodeDecodeError) as e:
         raise ProtocolError(f"a generate_stream event is not JSON: {e}: {data[:200]!r}") from None
-    in_body = _in_body_error(event)
-    if in_body is not None:
-        raise in_body
-    return event
+    return _unless_error(event)
 
 
 class EventStreamDecoder:
@@ -174,3 +174,38 @@ class EventStreamDecoder:
         """The stream ended; raises ``ProtocolError`` if it stopped inside an event."""
         if not self.idle:
             raise ProtocolError("the event stream ended in the middle of an event")
+
+
+class EventStreamState(Generic[_Start, _Answer]):
+    """What a ``generate_stream`` iterator holds, sync or asyncio alike.
+
+    ``_start`` sends the request (None once called, or once closed), ``_response`` is
+    the answer being read, ``_events`` the decoded events not yet handed out. The
+    iterators do the reading; :meth:`_finish` does the bookkeeping of every way a
+    stream ends, and dropping the iterator ends it with :meth:`_abort`.
+    """
+
+    def __init__(self, start: _Start, verbose: bool) -> None:
+        self._start: _Start | None = start
+        self._response: _Answer | None = None
+        self._decoder = EventStreamDecoder()
+        self._events: collections.deque[bytes] = collections.deque()
+        self._verbose = verbose
+        self._closed = False
+
+    def _finish(self) -> _Answer | None:
+        """Mark the stream closed; the answer to release (None: none, or closed before)."""
+        if self._closed:
+            return None
+        self._closed = True
+        self._start = None
+        self._events.clear()
+        return self._response
+
+    def _abort(self) -> None:
+        """End the stream at once, without waiting (the iterator's own way)."""
+        raise NotImplementedError
+
+    def __del__(self) -> None:
+        # Dropping an unfinished stream (``break`` out of a loop) is normal use: quietly.
+        self._abort()

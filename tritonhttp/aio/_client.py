@@ -10,24 +10,12 @@ from __future__ import annotations
 import asyncio
 import http
 import ssl as _ssl
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._client import _USER_AGENT
+from .._client_common import USER_AGENT, ClientCommon, print_sent, result_of
 from .._errors import ClientClosedError, InferenceServerException, TransportError
-from .._plugin import InferenceServerClientBase
-from .._protocol import (
-    RESULT,
-    Call,
-    Endpoints,
-    Prepared,
-    RequestContext,
-    Response,
-    build_infer_body,
-    interpret,
-    parse_server_url,
-)
+from .._protocol import Call, Endpoints, Prepared, RequestContext, Response, parse_server_url
 from .._tensors import InferInput, InferRequestedOutput, InferResult
 from ._httpx import HttpxTransport
 from ._pool import ConnectionPool
@@ -59,7 +47,7 @@ class _VerboseResponse:
         )
 
 
-class InferenceServerClient(InferenceServerClientBase):
+class InferenceServerClient(ClientCommon):
     """An asyncio client for Triton's HTTP/REST API; a drop-in for
     ``tritonclient.http.aio``'s.
 
@@ -89,8 +77,6 @@ class InferenceServerClient(InferenceServerClientBase):
     Raises:
         InferenceServerException: the URL includes a scheme or an argument is invalid.
     """
-
-    _closed = True  # until __init__ has built everything: __del__ stays quiet
 
     def __init__(
         self,
@@ -138,7 +124,7 @@ class InferenceServerClient(InferenceServerClientBase):
         self._context = RequestContext(
             address.base_path,
             address.host_header,
-            _USER_AGENT,
+            USER_AGENT,
             verbose,
             fields=http_client is not None,
             printed_origin=self._origin,
@@ -164,18 +150,8 @@ class InferenceServerClient(InferenceServerClientBase):
         self._closed = True
         await self._transport.aclose()
 
-    def __del__(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            warnings.warn(f"unclosed {self!r}", ResourceWarning, stacklevel=1, source=self)
-        except ResourceWarning:
-            raise  # warnings turned into errors (e.g. under pytest): let it show
-        except Exception:  # interpreter shutdown
-            pass
-        finally:
-            self._transport.abort_all()
+    def _abandon(self) -> None:
+        self._transport.abort_all()
 
     def __repr__(self) -> str:
         return f"<tritonhttp.aio.InferenceServerClient {self._address.url}>"
@@ -203,10 +179,7 @@ class InferenceServerClient(InferenceServerClientBase):
         response = await self._transport.request(prepared, limits)
         if self._verbose:
             print(_VerboseResponse(self._origin + prepared.target, response))
-        outcome = interpret(call, response.status, response.body, response.get, self._verbose)
-        if call.kind == RESULT:
-            return InferResult._from_parsed(outcome)
-        return outcome
+        return result_of(call, response, self._verbose)
 
     async def _call(
         self,
@@ -518,44 +491,6 @@ class InferenceServerClient(InferenceServerClientBase):
 
     # -- inference -----------------------------------------------------------------------
 
-    @staticmethod
-    def generate_request_body(
-        inputs: Sequence[InferInput],
-        outputs: Sequence[InferRequestedOutput] | None = None,
-        request_id: str = "",
-        sequence_id: int | str = 0,
-        sequence_start: bool = False,
-        sequence_end: bool = False,
-        priority: int = 0,
-        timeout: int | None = None,
-        parameters: Mapping[str, Any] | None = None,
-    ) -> tuple[bytes, int | None]:
-        """The inference request body and its JSON header length (None: JSON only)."""
-        body = build_infer_body(
-            inputs,
-            outputs,
-            request_id,
-            sequence_id,
-            sequence_start,
-            sequence_end,
-            priority,
-            timeout,
-            parameters,
-        )
-        return body.joined(), body.json_size
-
-    @staticmethod
-    def parse_response_body(
-        response_body: bytes | bytearray | memoryview | str,
-        verbose: bool = False,
-        header_length: int | str | None = None,
-        content_encoding: str | None = None,
-    ) -> InferResult:
-        """An :class:`InferResult` from a raw response body (see ``from_response_body``)."""
-        return InferResult.from_response_body(
-            response_body, verbose, header_length, content_encoding
-        )
-
     async def infer(
         self,
         model_name: str,
@@ -586,7 +521,7 @@ class InferenceServerClient(InferenceServerClientBase):
             InferenceServerException: invalid arguments (before anything is sent), or the
                 server's error (``str(e)`` is ``"[<status>] <message>"``).
         """
-        call = _infer_call(
+        call = Endpoints.inference(
             model_name,
             inputs,
             model_version,
@@ -630,7 +565,7 @@ class InferenceServerClient(InferenceServerClientBase):
         the task for the :class:`InferResult`, or cancel it. Needs a running event
         loop. Arguments as for :meth:`infer`.
         """
-        call = _infer_call(
+        call = Endpoints.inference(
             model_name,
             inputs,
             model_version,
@@ -651,7 +586,7 @@ class InferenceServerClient(InferenceServerClientBase):
             self._send(call, prepared, limits)
         )
         if self._verbose:
-            print("Sent request" + (f" '{request_id}'" if request_id != "" else ""))
+            print_sent(request_id)
         return task
 
     # -- generate extension --------------------------------------------------------------
@@ -717,38 +652,3 @@ class InferenceServerClient(InferenceServerClientBase):
 
         url = self._origin + prepared.target
         return AsyncGenerateStream(start, self._verbose, lambda head: _VerboseResponse(url, head))
-
-
-def _infer_call(
-    model_name: str,
-    inputs: Sequence[InferInput],
-    model_version: str,
-    outputs: Sequence[InferRequestedOutput] | None,
-    request_id: str,
-    sequence_id: int | str,
-    sequence_start: bool,
-    sequence_end: bool,
-    priority: int,
-    timeout: int | None,
-    request_compression_algorithm: str | None,
-    response_compression_algorithm: str | None,
-    parameters: Mapping[str, Any] | None,
-) -> Call:
-    body = build_infer_body(
-        inputs,
-        outputs,
-        request_id,
-        sequence_id,
-        sequence_start,
-        sequence_end,
-        priority,
-        timeout,
-        parameters,
-    )
-    return Endpoints.infer(
-        model_name,
-        model_version,
-        body,
-        request_compression_algorithm,
-        response_compression_algorithm,
-    )

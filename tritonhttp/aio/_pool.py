@@ -423,21 +423,8 @@ class ConnectionPool:
 
     async def request(self, prepared: Prepared, limits: Limits) -> Response:
         """Send a prepared request; the complete response."""
-        if self._closed:
-            raise ClientClosedError("the client has been closed")
-        loop = self._bind()
-        deadline = None if limits.total is None else loop.time() + limits.total
-        await self._acquire(loop, _remaining(loop, limits.pool, deadline))
+        conn, reader = await self._start(prepared, limits, False)
         try:
-            conn = self._checkout()
-            reused = conn is not None
-            if conn is None:
-                conn = await self._connect(loop, limits, deadline)
-            try:
-                reader = await self._exchange(conn, prepared, limits, deadline, reused, False)
-            except _Retry:
-                conn = await self._connect(loop, limits, deadline)
-                reader = await self._exchange(conn, prepared, limits, deadline, False, False)
             response = reader.response()
             self._checkin(conn, response.keep_alive)
             return response
@@ -446,6 +433,18 @@ class ConnectionPool:
 
     async def open_stream(self, prepared: Prepared, limits: Limits) -> PoolStream:
         """Send a prepared request; a :class:`PoolStream` once the answer's head is in."""
+        conn, reader = await self._start(prepared, limits, True)
+        return PoolStream(self, conn, reader, limits.read)
+
+    async def _start(
+        self, prepared: Prepared, limits: Limits, stream: bool
+    ) -> tuple[_Connection, ResponseReader]:
+        """Take a slot and a connection, send ``prepared`` and wait for the answer (or,
+        for a stream, its head).
+
+        Returns the connection used and its reader; the slot stays taken (the caller
+        gives it back), except when this raises.
+        """
         if self._closed:
             raise ClientClosedError("the client has been closed")
         loop = self._bind()
@@ -457,14 +456,14 @@ class ConnectionPool:
             if conn is None:
                 conn = await self._connect(loop, limits, deadline)
             try:
-                reader = await self._exchange(conn, prepared, limits, deadline, reused, True)
+                reader = await self._exchange(conn, prepared, limits, deadline, reused, stream)
             except _Retry:
                 conn = await self._connect(loop, limits, deadline)
-                reader = await self._exchange(conn, prepared, limits, deadline, False, True)
+                reader = await self._exchange(conn, prepared, limits, deadline, False, stream)
         except BaseException:
             self._release()
             raise
-        return PoolStream(self, conn, reader, limits.read)
+        return conn, reader
 
     async def _exchange(
         self,

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import collections
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Any, Protocol
 
-from .._protocol import EventStreamDecoder, Response, generate_error, stream_event
+from .._protocol import EventStreamState, Response, generate_error, stream_event
 
 __all__ = ["AsyncGenerateStream", "BodyStream"]
 
@@ -24,7 +23,9 @@ class BodyStream(Protocol):
     def abort(self) -> None: ...
 
 
-class AsyncGenerateStream(AsyncIterator[Any]):
+class AsyncGenerateStream(
+    EventStreamState[Callable[[], Awaitable[BodyStream]], BodyStream], AsyncIterator[Any]
+):
     """The events of one ``generate_stream`` call, as parsed JSON objects, as they arrive.
 
     The request is sent when the stream is entered (``async with``) or first iterated.
@@ -41,13 +42,8 @@ class AsyncGenerateStream(AsyncIterator[Any]):
         verbose: bool = False,
         show_head: Callable[[Response], object] = repr,
     ) -> None:
-        self._start: Callable[[], Awaitable[BodyStream]] | None = start
+        super().__init__(start, verbose)
         self._show_head = show_head
-        self._response: BodyStream | None = None
-        self._decoder = EventStreamDecoder()
-        self._events: collections.deque[bytes] = collections.deque()
-        self._verbose = verbose
-        self._closed = False
 
     async def _open(self) -> BodyStream:
         start, self._start = self._start, None
@@ -105,6 +101,8 @@ class AsyncGenerateStream(AsyncIterator[Any]):
                 await self.aclose()
                 raise StopAsyncIteration
             events.extend(self._decoder.feed(data))
+        # The step per event is written out here as in GenerateStream: a shared helper
+        # would add a call to every event.
         data = events.popleft()
         if self._verbose:
             print(data)
@@ -116,24 +114,11 @@ class AsyncGenerateStream(AsyncIterator[Any]):
 
     async def aclose(self) -> None:
         """End the stream and release its connection (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
-        self._start = None
-        self._events.clear()
-        if self._response is not None:
-            await self._response.aclose()
+        response = self._finish()
+        if response is not None:
+            await response.aclose()
 
     def _abort(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._start = None
-        self._events.clear()
-        if self._response is not None:
-            self._response.abort()
-
-    def __del__(self) -> None:
-        # Dropping an unfinished stream (``break`` out of ``async for``) is normal use.
-        if not self._closed and self._response is not None:
-            self._response.abort()
+        response = self._finish()
+        if response is not None:
+            response.abort()

@@ -120,7 +120,7 @@ class Server:
         import uvicorn
 
         patch_uvicorn()
-        protocol = http_protocol_class()
+        protocol = http_protocol_class(keep_raw_header_names=o.header_forward_pattern is not None)
         targets: list[tuple[Any, str, int]] = [(self.http, o.http_address, o.http_port)]
         if o.allow_metrics:
             targets.append((self.metrics, o.metrics_address or o.http_address, o.metrics_port))
@@ -225,8 +225,33 @@ class Server:
             log.info("All models are stopped, unloading models")
 
 
+#: the most open files the server asks for (connections, shared-memory regions, workers)
+OPEN_FILES_CAP = 65536
+
+
+def raise_open_file_limit(cap: int = OPEN_FILES_CAP) -> None:
+    """Raise the soft RLIMIT_NOFILE to the hard limit (at most ``cap``); best effort.
+
+    Many client connections and shared-memory regions each hold a descriptor; the common
+    soft default of 1024 is easily reached. Does nothing where ``resource`` is missing
+    (Windows) or the limit cannot be changed.
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = cap if hard == resource.RLIM_INFINITY else min(hard, cap)
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (OSError, ValueError):  # e.g. macOS caps the soft limit below the hard one
+        pass
+
+
 def run(options: ServerOptions) -> int:
     """Configure logging, run the server on uvloop (when available); the exit status."""
+    raise_open_file_limit()
     configure_logging(
         options.log_verbose, options.log_info, options.log_warning, options.log_error,
         options.log_format, options.log_file,

@@ -67,20 +67,26 @@ class _CoalescingTransport:
         return getattr(self._transport, name)
 
 
-def http_protocol_class() -> Any:
-    """uvicorn's httptools protocol with coalesced response writes (or the stock one)."""
+def http_protocol_class(keep_raw_header_names: bool = True) -> Any:
+    """uvicorn's httptools protocol with coalesced response writes (or the stock one).
+
+    ``keep_raw_header_names`` records the header names as sent (a Python call per
+    header: only worth it when headers are forwarded).
+    """
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     except ImportError:  # pragma: no cover
         return "httptools"
 
     class CoalescingHttpToolsProtocol(HttpToolsProtocol):
-        def on_header(self, name: bytes, value: bytes) -> None:
-            # ASGI lower-cases header names; header forwarding wants them as sent
-            scope = getattr(self, "scope", None)
-            if scope is not None:
-                scope.setdefault(RAW_HEADER_NAMES, []).append(name)
-            super().on_header(name, value)
+        if keep_raw_header_names:
+
+            def on_header(self, name: bytes, value: bytes) -> None:
+                # ASGI lower-cases header names; header forwarding wants them as sent
+                scope = getattr(self, "scope", None)
+                if scope is not None:
+                    scope.setdefault(RAW_HEADER_NAMES, []).append(name)
+                super().on_header(name, value)
 
         def on_headers_complete(self) -> None:
             before = getattr(self, "cycle", None)

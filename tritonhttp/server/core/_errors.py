@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["Code", "CoreError"]
+__all__ = ["BackendError", "Code", "CoreError"]
 
 
 class Code(enum.IntEnum):
@@ -61,3 +61,8 @@ class CoreError(Exception):
 
     def __repr__(self) -> str:
         return f"CoreError({self.message!r}, {self.code.name})"
+
+
+class BackendError(CoreError):
+    """A request that passed admission but that Triton's backend fails: Triton answers it
+    as text/plain (no request-id prefix) and counts a failed request (reason BACKEND)."""

@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from ...utils._bytes import BytesFramingError, unpack_items
+from ...utils._bytes import BytesFramingError, unpack_array
 from ...utils._dtypes import TRITON_TO_NUMPY
 from ._backend_api import ModelInstance
 from ._cache import ResponseCache
 from ._config import wire_datatype
-from ._errors import CoreError
+from ._errors import BackendError, CoreError
 from ._queue import PriorityQueue
 from ._scheduler import BatchingRules, DynamicBatcher, FifoScheduler, Refusal, Scheduler
 from ._sequence import SequenceBatcher
@@ -143,7 +143,8 @@ class ModelVersion:
     # ------------------------------------------------------------------ admission
 
     def admit(self, req: InferRequest) -> None:
-        """Validate a parsed request against the config (raises CoreError, JSON-typed)."""
+        """Validate a parsed request against the config (raises CoreError, JSON-typed;
+        BackendError for what Triton's backend fails after admission, text/plain)."""
         req.start_ns = time.monotonic_ns()
         prefix = req.log_prefix()
         name = self.name
@@ -208,9 +209,14 @@ class ModelVersion:
                 if self._max_batch > 0:
                     msg += _BATCH_NOTE
                 raise CoreError(msg)
+        backend_error: BackendError | None = None
         for t in order:
             spec = specs[t.name]
-            self._decode(t, spec, prefix)
+            try:
+                self._decode(t, spec, prefix)
+            except BackendError as e:  # Triton's backend fails it, after admission
+                backend_error = backend_error or e
+                continue
             if spec.reshape is not None and t.array is not None:
                 shape = spec.reshape
                 if self._max_batch > 0:
@@ -224,6 +230,9 @@ class ModelVersion:
                 t.array = t.array.reshape(shape)
         if self._sequence is not None:
             self._sequence.check(req)
+        if backend_error is not None:
+            self.stats.record_request(False, time.monotonic_ns() - req.start_ns, 0)
+            raise backend_error
 
     def _count_error(self, req: InferRequest, prefix: str) -> None:
         assert self.config is not None
@@ -300,10 +309,7 @@ class ModelVersion:
         if t.raw is None:
             assert t.array is not None
             if spec.wire == "BYTES" and t.array.size != count:
-                raise CoreError(
-                    f"{prefix}expected {count} string elements for inference input '{t.name}' "
-                    f"for model '{self.name}', got {t.array.size}"
-                )
+                raise self._string_count_error(t.array.size, count, t.name, prefix)
             if t.array.shape != tuple(t.shape):
                 t.array = t.array.reshape(t.shape)
             return
@@ -324,38 +330,54 @@ class ModelVersion:
     def _decode_bytes(
         self, raw: memoryview, count: int, name: str, prefix: str
     ) -> np.ndarray[Any, Any]:
+        """The ``count`` elements of a BYTES input, refused the way Triton 2.51 refuses them.
+
+        Triton's core counts elements by their length indicators (a truncated last element
+        still counts): a cut indicator, or a count that differs from the shape's, is refused
+        at admission. A truncated last element in an otherwise right count passes admission
+        and fails in the Python backend (:class:`BackendError`).
+        """
         try:
-            items = unpack_items(raw, None)
+            return unpack_array(raw, count)
         except BytesFramingError:
-            items = None
-        if items is None or len(items) != count:
-            buf = raw.tobytes()
-            off, end, found = 0, len(buf), 0
-            while off < end:
-                if end - off < 4:
-                    raise CoreError(
-                        f"{prefix}incomplete string length indicator for inference input "
-                        f"'{name}' for model '{self.name}', expecting 4 bytes but only "
-                        f"{end - off} bytes available. Please make sure the string length "
-                        "indicator is in one buffer."
+            pass
+        buf = raw.tobytes()
+        off, end, found = 0, len(buf), 0
+        while off < end:
+            if end - off < 4:
+                raise CoreError(
+                    f"{prefix}incomplete string length indicator for inference input "
+                    f"'{name}' for model '{self.name}', expecting 4 bytes but only "
+                    f"{end - off} bytes available. Please make sure the string length "
+                    "indicator is in one buffer."
+                )
+            (length,) = _U32.unpack_from(buf, off)
+            off += 4
+            found += 1
+            if found > count:
+                raise self._string_count_error(found, count, name, prefix)
+            if end - off < length:
+                if found == count:
+                    raise BackendError(
+                        f"incomplete string data for inference input '{name}', expecting "
+                        f"string of length {length} but only {end - off} bytes available"
                     )
-                (length,) = _U32.unpack_from(buf, off)
-                off += 4
-                if end - off < length:
-                    raise CoreError(
-                        f"{prefix}incomplete string for inference input '{name}' for model "
-                        f"'{self.name}', expecting string of length {length} but only "
-                        f"{end - off} bytes available"
-                    )
-                off += length
-                found += 1
-            raise CoreError(
-                f"{prefix}expected {count} string elements for inference input '{name}' for "
-                f"model '{self.name}', got {found}"
+                break
+            off += length
+        raise self._string_count_error(found, count, name, prefix)
+
+    def _string_count_error(self, found: int, count: int, name: str, prefix: str) -> CoreError:
+        """Triton's answer to ``found`` BYTES elements where the shape holds ``count``: it
+        stops counting at the first element too many."""
+        if found > count:
+            return CoreError(
+                f"{prefix}unexpected number of string elements {count + 1} for inference "
+                f"input '{name}' for model '{self.name}', expecting {count}"
             )
-        arr = np.empty(len(items), dtype=np.object_)
-        arr[:] = items
-        return arr
+        return CoreError(
+            f"{prefix}expected {count} string elements for inference input '{name}' for "
+            f"model '{self.name}', got {found}"
+        )
 
     # ------------------------------------------------------------------ scheduling
 

@@ -153,9 +153,9 @@ class Repository:
         return not any(e.failed for e in self.models.values())
 
     def index(self, ready_only: bool = False) -> list[dict[str, str]]:
-        names = set(self.models)
-        if self.mode == "explicit":
-            names |= set(self.scan())
+        # Triton lists the model directories of the repositories (with their states):
+        # a model loaded from files sent with the load request is not in the index.
+        names = set(self.scan())
         out: list[dict[str, str]] = []
         for name in sorted(names):
             entry = self.models.get(name)

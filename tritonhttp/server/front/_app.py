@@ -16,7 +16,7 @@ from .. import _json
 from .._uvicorn import ON_DISCONNECT
 from ..core._bridge import instances_ready
 from ..core._core import EXTENSIONS, VERSION, ServerCore
-from ..core._errors import Code, CoreError
+from ..core._errors import BackendError, Code, CoreError
 from ..core._model import ModelVersion
 from ..core._repository import parse_version
 from ..core._types import InferRequest, InferResponse
@@ -691,7 +691,11 @@ class HttpFrontend:
                     key = raw_name.decode("latin-1")
                     if self.forward.search(key):
                         request.parameters[key] = v.decode("latin-1")
-            model.admit(request)
+            try:
+                model.admit(request)
+            except BackendError as e:
+                await send_error(send, e, TEXT)
+                return
             if ON_DISCONNECT in scope:  # our uvicorn protocol reports a lost client
                 scope[ON_DISCONNECT] = functools.partial(model.cancel, request)
                 try:

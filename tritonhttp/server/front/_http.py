@@ -29,7 +29,8 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 JSON = b"application/json"
 TEXT = b"text/plain"
 
-_NM = rapidjson.NM_NONE
+#: Triton parses with RapidJSON's kParseNanAndInfFlag: NaN, Inf, Infinity (signed) are numbers
+_NM = rapidjson.NM_NAN
 
 
 #: bodies larger than this are refused (memory stays bounded whatever a client sends)

@@ -1,5 +1,6 @@
-"""Every triton-cli command against real Triton 2.51.0, as a subprocess (the installed
-script) and in-process (CliRunner) for the variants."""
+"""Every triton-cli command against real Triton 2.51.0 and against the bundled server
+(the ``triton`` fixture runs each test on both), as a subprocess (the installed script)
+and in-process (CliRunner) for the variants."""
 
 from __future__ import annotations
 
@@ -11,12 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_helpers import GENERATE_REPO
-from conftest import Invoke, RunCli
+from conftest import Invoke, RunCli, Server
 
 from tritonhttp.testing import _real_triton as rt
 from tritonhttp.utils import shared_memory as shm
-
-pytestmark = pytest.mark.real_triton
 
 ADD_SUB = ["infer", "add_sub", "-i", "INPUT0=1,2,3,4", "-i", "INPUT1=10,20,30,40"]
 
@@ -441,7 +440,7 @@ def test_shm_register_status_unregister(run_cli: RunCli) -> None:
 # -- metrics ------------------------------------------------------------------------------
 
 
-def test_metrics(run_cli: RunCli, triton: rt.RealTriton) -> None:
+def test_metrics(run_cli: RunCli, triton: Server) -> None:
     run_cli(*ADD_SUB)
     url = triton.metrics_url
     table = run_cli("metrics", "--metrics-url", url, "--filter", "nv_inference_count.*add_sub")
@@ -457,7 +456,7 @@ def test_metrics(run_cli: RunCli, triton: rt.RealTriton) -> None:
     assert down.code == 1 and down.stderr.startswith("Error: cannot fetch metrics from")
 
 
-def test_model_name_completion(triton: rt.RealTriton) -> None:
+def test_model_name_completion(triton: Server) -> None:
     from click.shell_completion import ShellComplete
     from tritonhttp_cli import cli
 
