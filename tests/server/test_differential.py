@@ -34,6 +34,21 @@ def add_with(**changes: Any) -> str:
     return j(doc)
 
 
+def tensor(name: str, datatype: str, shape: list[int], data: Any) -> dict[str, Any]:
+    """One JSON input tensor."""
+    return {"name": name, "datatype": datatype, "shape": shape, "data": data}
+
+
+def inputs(*tensors: dict[str, Any], **fields: Any) -> str:
+    """A JSON infer body: ``tensors`` as its inputs, then the other top-level ``fields``."""
+    return j({"inputs": list(tensors), **fields})
+
+
+def input0(**changes: Any) -> str:
+    """ADD with these fields of INPUT0 changed (or added)."""
+    return inputs({**ADD["inputs"][0], **changes}, ADD["inputs"][1])
+
+
 def raw_tokens(name: str, datatype: str, tokens: str) -> str:
     """An identity_all request whose data are JSON tokens as written (``NaN,-Inf``...)."""
     shape = tokens.count(",") + 1
@@ -66,18 +81,32 @@ _bin_all_types, _bin_all_types_h = binary_request(
         "OUT_BOOL", "OUT_UINT64", "OUT_INT64", "OUT_FP32", "OUT_FP16", "OUT_BF16", "OUT_STRING")],
 )  # fmt: skip
 
-# (id, method, path, body, headers)
-CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
+#: (id, method, path, body, headers)
+Case = tuple[str, str, str, str | bytes, dict[str, str]]
+
+
+def post(case_id: str, path: str, body: str | bytes, headers: dict[str, str] | None = None) -> Case:
+    return (case_id, "POST", path, body, headers if headers is not None else {})
+
+
+def infer(
+    case_id: str, model: str, body: str | bytes, headers: dict[str, str] | None = None
+) -> Case:
+    """A POST to ``model``'s infer endpoint."""
+    return post(case_id, f"/v2/models/{model}/infer", body, headers)
+
+
+CASES: list[Case] = [
     # health, metadata, routing
     ("live", "GET", "/v2/health/live", "", {}),
     ("ready", "GET", "/v2/health/ready", "", {}),
-    ("live-post", "POST", "/v2/health/live", "", {}),
+    post("live-post", "/v2/health/live", ""),
     ("model-ready", "GET", "/v2/models/add_sub/ready", "", {}),
     ("model-ready-v1", "GET", "/v2/models/add_sub/versions/1/ready", "", {}),
     ("model-ready-v9", "GET", "/v2/models/add_sub/versions/9/ready", "", {}),
     ("model-ready-unknown", "GET", "/v2/models/nope/ready", "", {}),
     ("server-meta", "GET", "/v2", "", {}),
-    ("server-meta-post", "POST", "/v2", "", {}),
+    post("server-meta-post", "/v2", ""),
     ("trailing-slash", "GET", "/v2/", "", {}),
     ("health-bare", "GET", "/v2/health", "", {}),
     ("models-bare", "GET", "/v2/models", "", {}),
@@ -105,117 +134,66 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
     ("config-error", "GET", "/v2/models/error_model/config", "", {}),
     ("config-bytes", "GET", "/v2/models/identity_bytes/config", "", {}),
     ("config-unknown", "GET", "/v2/models/nope/config", "", {}),
-    ("config-post", "POST", "/v2/models/add_sub/config", "", {}),
-    ("stats-post", "POST", "/v2/models/stats", "", {}),
+    post("config-post", "/v2/models/add_sub/config", ""),
+    post("stats-post", "/v2/models/stats", ""),
     ("stats-unknown", "GET", "/v2/models/nope/stats", "", {}),
     ("stats-bad-version", "GET", "/v2/models/add_sub/versions/7/stats", "", {}),
-    ("index", "POST", "/v2/repository/index", "", {}),
-    ("index-ready", "POST", "/v2/repository/index", '{"ready":true}', {}),
-    ("index-bad-ready", "POST", "/v2/repository/index", '{"ready":1}', {}),
-    ("index-bad-json", "POST", "/v2/repository/index", "{", {}),
+    post("index", "/v2/repository/index", ""),
+    post("index-ready", "/v2/repository/index", '{"ready":true}'),
+    post("index-bad-ready", "/v2/repository/index", '{"ready":1}'),
+    post("index-bad-json", "/v2/repository/index", "{"),
     ("index-get", "GET", "/v2/repository/index", "", {}),
-    ("load-none-mode", "POST", "/v2/repository/models/add_sub/load", "", {}),
-    ("unload-none-mode", "POST", "/v2/repository/models/add_sub/unload", "", {}),
-    ("load-named-repo", "POST", "/v2/repository/foo/models/add_sub/load", "", {}),
+    post("load-none-mode", "/v2/repository/models/add_sub/load", ""),
+    post("unload-none-mode", "/v2/repository/models/add_sub/unload", ""),
+    post("load-named-repo", "/v2/repository/foo/models/add_sub/load", ""),
     # inference: JSON
-    ("infer-json", "POST", "/v2/models/add_sub/infer", j(ADD), {}),
-    ("infer-json-v1", "POST", "/v2/models/add_sub/versions/1/infer", j(ADD), {}),
-    ("infer-id", "POST", "/v2/models/add_sub/infer", add_with(id="my-id-1"), {}),
-    ("infer-empty-id", "POST", "/v2/models/add_sub/infer", add_with(id=""), {}),
-    ("infer-bad-id", "POST", "/v2/models/add_sub/infer", add_with(id=5), {}),
+    infer("infer-json", "add_sub", j(ADD)),
+    post("infer-json-v1", "/v2/models/add_sub/versions/1/infer", j(ADD)),
+    infer("infer-id", "add_sub", add_with(id="my-id-1")),
+    infer("infer-empty-id", "add_sub", add_with(id="")),
+    infer("infer-bad-id", "add_sub", add_with(id=5)),
     ("infer-get", "GET", "/v2/models/add_sub/infer", "", {}),
-    ("infer-unknown", "POST", "/v2/models/nope/infer", j(ADD), {}),
-    ("infer-bad-ver", "POST", "/v2/models/add_sub/versions/3/infer", j(ADD), {}),
-    (
-        "infer-huge-ver",
-        "POST",
-        "/v2/models/add_sub/versions/99999999999999999999/infer",
-        j(ADD),
-        {},
-    ),
-    (
+    infer("infer-unknown", "nope", j(ADD)),
+    post("infer-bad-ver", "/v2/models/add_sub/versions/3/infer", j(ADD)),
+    post("infer-huge-ver", "/v2/models/add_sub/versions/99999999999999999999/infer", j(ADD)),
+    infer(
         "infer-outputs-order",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(outputs=[{"name": "OUTPUT1"}, {"name": "OUTPUT0"}]),
-        {},
     ),
-    (
-        "infer-outputs-one",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(outputs=[{"name": "OUTPUT1"}]),
-        {},
+    infer("infer-outputs-one", "add_sub", add_with(outputs=[{"name": "OUTPUT1"}])),
+    infer("infer-outputs-empty", "add_sub", add_with(outputs=[])),
+    infer(
+        "infer-outputs-dup", "add_sub", add_with(outputs=[{"name": "OUTPUT1"}, {"name": "OUTPUT1"}])
     ),
-    ("infer-outputs-empty", "POST", "/v2/models/add_sub/infer", add_with(outputs=[]), {}),
-    (
-        "infer-outputs-dup",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(outputs=[{"name": "OUTPUT1"}, {"name": "OUTPUT1"}]),
-        {},
-    ),
-    (
-        "infer-outputs-unknown",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(outputs=[{"name": "NOPE"}]),
-        {},
-    ),
-    ("infer-outputs-noname", "POST", "/v2/models/add_sub/infer", add_with(outputs=[{}]), {}),
-    ("infer-outputs-notarray", "POST", "/v2/models/add_sub/infer", add_with(outputs={}), {}),
-    (
+    infer("infer-outputs-unknown", "add_sub", add_with(outputs=[{"name": "NOPE"}])),
+    infer("infer-outputs-noname", "add_sub", add_with(outputs=[{}])),
+    infer("infer-outputs-notarray", "add_sub", add_with(outputs={})),
+    infer(
         "infer-out-bin-bad",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(outputs=[{"name": "OUTPUT0", "parameters": {"binary_data": 1}}]),
-        {},
     ),
-    (
-        "infer-binary-output",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"binary_data_output": True}),
-        {},
-    ),
-    (
+    infer("infer-binary-output", "add_sub", add_with(parameters={"binary_data_output": True})),
+    infer(
         "infer-binary-output-mixed",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(
             parameters={"binary_data_output": True},
             outputs=[{"name": "OUTPUT0", "parameters": {"binary_data": False}}],
         ),
-        {},
     ),
-    (
-        "infer-bdo-bad",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"binary_data_output": "yes"}),
-        {},
+    infer("infer-bdo-bad", "add_sub", add_with(parameters={"binary_data_output": "yes"})),
+    infer(
+        "infer-params", "add_sub", add_with(parameters={"s": "str", "i": -5, "b": True, "d": 1.5})
     ),
-    (
-        "infer-params",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"s": "str", "i": -5, "b": True, "d": 1.5}),
-        {},
-    ),
-    (
-        "infer-params-reserved",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"triton_x": 1}),
-        {},
-    ),
-    ("infer-params-null", "POST", "/v2/models/add_sub/infer", add_with(parameters={"x": None}), {}),
-    ("infer-params-list", "POST", "/v2/models/add_sub/infer", add_with(parameters={"x": [1]}), {}),
-    ("infer-params-notobj", "POST", "/v2/models/add_sub/infer", add_with(parameters=[1]), {}),
-    (
+    infer("infer-params-reserved", "add_sub", add_with(parameters={"triton_x": 1})),
+    infer("infer-params-null", "add_sub", add_with(parameters={"x": None})),
+    infer("infer-params-list", "add_sub", add_with(parameters={"x": [1]})),
+    infer("infer-params-notobj", "add_sub", add_with(parameters=[1])),
+    infer(
         "infer-params-seq",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(
             parameters={
                 "sequence_id": 5,
@@ -225,47 +203,15 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 "timeout": 100,
             }
         ),
-        {},
     ),
-    (
-        "infer-params-seq-neg",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"sequence_id": -5}),
-        {},
-    ),
-    (
-        "infer-params-seq-start-bad",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"sequence_start": 1}),
-        {},
-    ),
-    (
-        "infer-params-priority-bad",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"priority": -1}),
-        {},
-    ),
-    (
-        "infer-params-timeout-bad",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"timeout": "x"}),
-        {},
-    ),
-    (
-        "infer-missing-input",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j({"inputs": ADD["inputs"][:1]}),
-        {},
-    ),
-    (
+    infer("infer-params-seq-neg", "add_sub", add_with(parameters={"sequence_id": -5})),
+    infer("infer-params-seq-start-bad", "add_sub", add_with(parameters={"sequence_start": 1})),
+    infer("infer-params-priority-bad", "add_sub", add_with(parameters={"priority": -1})),
+    infer("infer-params-timeout-bad", "add_sub", add_with(parameters={"timeout": "x"})),
+    infer("infer-missing-input", "add_sub", j({"inputs": ADD["inputs"][:1]})),
+    infer(
         "infer-extra-input",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j(
             {
                 "inputs": [
@@ -274,12 +220,10 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 ]
             }
         ),
-        {},
     ),
-    (
+    infer(
         "infer-unknown-input",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j(
             {
                 "inputs": [
@@ -288,228 +232,104 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 ]
             }
         ),
-        {},
     ),
-    (
-        "infer-dup-input",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j({"inputs": [ADD["inputs"][0], ADD["inputs"][0]]}),
-        {},
-    ),
-    (
+    infer("infer-dup-input", "add_sub", j({"inputs": [ADD["inputs"][0], ADD["inputs"][0]]})),
+    infer(
         "infer-wrong-dtype",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "INT32", "shape": [4], "data": [1, 2, 3, 4]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
+        "add_sub",
+        input0(datatype="INT32"),
     ),
-    (
+    infer(
         "infer-wrong-shape",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [2, 2], "data": [1, 2, 3, 4]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
+        "add_sub",
+        input0(shape=[2, 2]),
     ),
-    (
+    infer(
         "infer-lowercase-dtype",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "fp32", "shape": [4], "data": [1, 2, 3, 4]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
+        "add_sub",
+        input0(datatype="fp32"),
     ),
-    (
+    infer(
         "infer-data-short",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
+        "add_sub",
+        input0(data=[1, 2, 3]),
     ),
-    (
+    infer(
         "infer-data-long",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4, 5]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
+        "add_sub",
+        input0(data=[1, 2, 3, 4, 5]),
     ),
-    (
+    infer(
         "infer-data-nested",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [[1, 2], [3, 4]]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
+        "add_sub",
+        input0(data=[[1, 2], [3, 4]]),
     ),
-    (
+    infer(
         "infer-data-str",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, "2", 3, 4]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
+        "add_sub",
+        input0(data=[1, "2", 3, 4]),
     ),
-    (
+    infer(
         "infer-data-bool",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, True, 3, 4]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
+        "add_sub",
+        input0(data=[1, True, 3, 4]),
     ),
-    (
+    infer(
         "infer-data-notarray",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": 5},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
+        "add_sub",
+        input0(data=5),
     ),
-    (
+    infer(
         "infer-no-source",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j({"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [4]}, ADD["inputs"][1]]}),
-        {},
     ),
-    (
+    infer(
         "infer-two-sources",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {
-                        "name": "INPUT0",
-                        "datatype": "FP32",
-                        "shape": [4],
-                        "data": [1, 2, 3, 4],
-                        "parameters": {"binary_data_size": 16},
-                    },
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
+        "add_sub",
+        input0(parameters={"binary_data_size": 16}),
     ),
-    (
+    infer(
         "infer-no-name",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j({"inputs": [{"datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]}]}),
-        {},
     ),
-    (
+    infer(
         "infer-no-datatype",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j({"inputs": [{"name": "INPUT0", "shape": [4], "data": [1, 2, 3, 4]}]}),
-        {},
     ),
-    (
+    infer(
         "infer-no-shape",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j({"inputs": [{"name": "INPUT0", "datatype": "FP32", "data": [1, 2, 3, 4]}]}),
-        {},
     ),
-    (
+    infer(
         "infer-neg-shape",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [-4], "data": [1, 2, 3, 4]}
-                ]
-            }
-        ),
-        {},
+        "add_sub",
+        inputs(tensor("INPUT0", "FP32", [-4], [1, 2, 3, 4])),
     ),
-    ("infer-no-inputs", "POST", "/v2/models/add_sub/infer", "{}", {}),
-    ("infer-inputs-obj", "POST", "/v2/models/add_sub/infer", '{"inputs":{}}', {}),
-    ("infer-array-body", "POST", "/v2/models/add_sub/infer", "[1,2]", {}),
-    ("infer-bad-json", "POST", "/v2/models/add_sub/infer", '{"inputs":[1,]}', {}),
-    ("infer-bad-json2", "POST", "/v2/models/add_sub/infer", '{"inputs"', {}),
-    ("infer-trailing-garbage", "POST", "/v2/models/add_sub/infer", j(ADD) + " x", {}),
-    ("infer-empty-body", "POST", "/v2/models/add_sub/infer", "", {}),
-    ("infer-whitespace", "POST", "/v2/models/add_sub/infer", "   " + j(ADD) + "\n", {}),
-    (
+    infer("infer-no-inputs", "add_sub", "{}"),
+    infer("infer-inputs-obj", "add_sub", '{"inputs":{}}'),
+    infer("infer-array-body", "add_sub", "[1,2]"),
+    infer("infer-bad-json", "add_sub", '{"inputs":[1,]}'),
+    infer("infer-bad-json2", "add_sub", '{"inputs"'),
+    infer("infer-trailing-garbage", "add_sub", j(ADD) + " x"),
+    infer("infer-empty-body", "add_sub", ""),
+    infer("infer-whitespace", "add_sub", "   " + j(ADD) + "\n"),
+    infer(
         "infer-fp16-json",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_FP16", "datatype": "FP16", "shape": [1], "data": [1]}]}),
-        {},
+        "identity_all",
+        inputs(tensor("IN_FP16", "FP16", [1], [1])),
     ),
-    (
+    infer(
         "infer-bf16-json",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_BF16", "datatype": "BF16", "shape": [1], "data": [1]}]}),
-        {},
+        "identity_all",
+        inputs(tensor("IN_BF16", "BF16", [1], [1])),
     ),
-    (
+    infer(
         "infer-fp16-out-json",
-        "POST",
-        "/v2/models/identity_all/infer",
+        "identity_all",
         j(
             {
                 "inputs": [
@@ -522,268 +342,140 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 ]
             }
         ),
-        {},
     ),
-    (
+    infer(
         "infer-all-json",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j(
-            {
-                "inputs": [
-                    {
-                        "name": "IN_BOOL",
-                        "datatype": "BOOL",
-                        "shape": [3],
-                        "data": [True, False, True],
-                    },
-                    {"name": "IN_UINT8", "datatype": "UINT8", "shape": [2], "data": [300, 255]},
-                    {"name": "IN_INT8", "datatype": "INT8", "shape": [2], "data": [-129, 127]},
-                    {
-                        "name": "IN_UINT64",
-                        "datatype": "UINT64",
-                        "shape": [2],
-                        "data": [0, 18446744073709551615],
-                    },
-                    {
-                        "name": "IN_INT64",
-                        "datatype": "INT64",
-                        "shape": [2],
-                        "data": [-9223372036854775808, 9223372036854775807],
-                    },
-                    {
-                        "name": "IN_FP32",
-                        "datatype": "FP32",
-                        "shape": [6],
-                        "data": [0.1, 1e30, -2.5, 3, 0.3, 1e-7],
-                    },
-                    {
-                        "name": "IN_FP64",
-                        "datatype": "FP64",
-                        "shape": [6],
-                        "data": [1e21, 1e20, 0.000001, 1.5e-7, -0.0, 5e-324],
-                    },
-                    {
-                        "name": "IN_STRING",
-                        "datatype": "BYTES",
-                        "shape": [3],
-                        "data": ["abc", "", 'héllo "q" \\ \n\u0001/'],
-                    },
-                ]
-            }
+        "identity_all",
+        inputs(
+            tensor("IN_BOOL", "BOOL", [3], [True, False, True]),
+            tensor("IN_UINT8", "UINT8", [2], [300, 255]),
+            tensor("IN_INT8", "INT8", [2], [-129, 127]),
+            tensor("IN_UINT64", "UINT64", [2], [0, 18446744073709551615]),
+            tensor("IN_INT64", "INT64", [2], [-9223372036854775808, 9223372036854775807]),
+            tensor("IN_FP32", "FP32", [6], [0.1, 1e30, -2.5, 3, 0.3, 1e-7]),
+            tensor("IN_FP64", "FP64", [6], [1e21, 1e20, 0.000001, 1.5e-7, -0.0, 5e-324]),
+            tensor("IN_STRING", "BYTES", [3], ["abc", "", 'héllo "q" \\ \n\u0001/']),
         ),
-        {},
     ),
-    (
+    infer(
         "infer-int-float",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_INT32", "datatype": "INT32", "shape": [1], "data": [1.0]}]}),
-        {},
+        "identity_all",
+        inputs(tensor("IN_INT32", "INT32", [1], [1.0])),
     ),
-    (
+    infer(
         "infer-uint-neg",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_UINT32", "datatype": "UINT32", "shape": [1], "data": [-1]}]}),
-        {},
+        "identity_all",
+        inputs(tensor("IN_UINT32", "UINT32", [1], [-1])),
     ),
-    (
+    infer(
         "infer-bool-int",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_BOOL", "datatype": "BOOL", "shape": [1], "data": [1]}]}),
-        {},
+        "identity_all",
+        inputs(tensor("IN_BOOL", "BOOL", [1], [1])),
     ),
-    (
+    infer(
         "infer-bytes-int",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_STRING", "datatype": "BYTES", "shape": [1], "data": [1]}]}),
-        {},
+        "identity_all",
+        inputs(tensor("IN_STRING", "BYTES", [1], [1])),
     ),
-    (
+    infer(
         "infer-bytes-count",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_STRING", "datatype": "BYTES", "shape": [2], "data": ["a"]}]}),
-        {},
+        "identity_all",
+        inputs(tensor("IN_STRING", "BYTES", [2], ["a"])),
     ),
-    (
+    infer(
         "infer-zero-elems",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_FP32", "datatype": "FP32", "shape": [0], "data": []}]}),
-        {},
+        "identity_all",
+        inputs(tensor("IN_FP32", "FP32", [0], [])),
     ),
-    (
+    infer(
         "infer-zero-elems-bin",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j(
-            {
-                "inputs": [{"name": "IN_FP32", "datatype": "FP32", "shape": [0], "data": []}],
-                "outputs": [{"name": "OUT_FP32", "parameters": {"binary_data": True}}],
-            }
+        "identity_all",
+        inputs(
+            tensor("IN_FP32", "FP32", [0], []),
+            outputs=[{"name": "OUT_FP32", "parameters": {"binary_data": True}}],
         ),
-        {},
     ),
-    ("infer-no-inputs-optional", "POST", "/v2/models/identity_all/infer", '{"inputs":[]}', {}),
-    (
+    infer("infer-no-inputs-optional", "identity_all", '{"inputs":[]}'),
+    infer(
         "infer-scalar-shape",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_FP32", "datatype": "FP32", "shape": [], "data": [1]}]}),
-        {},
+        "identity_all",
+        inputs(tensor("IN_FP32", "FP32", [], [1])),
     ),
-    (
+    infer(
         "infer-simple-batch",
-        "POST",
-        "/v2/models/simple/infer",
-        j(
-            {
-                "inputs": [
-                    {
-                        "name": "INPUT0",
-                        "datatype": "INT32",
-                        "shape": [2, 16],
-                        "data": list(range(32)),
-                    },
-                    {"name": "INPUT1", "datatype": "INT32", "shape": [2, 16], "data": [1] * 32},
-                ]
-            }
+        "simple",
+        inputs(
+            tensor("INPUT0", "INT32", [2, 16], list(range(32))),
+            tensor("INPUT1", "INT32", [2, 16], [1] * 32),
         ),
-        {},
     ),
-    (
+    infer(
         "infer-simple-nobatch",
-        "POST",
-        "/v2/models/simple/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "INT32", "shape": [16], "data": list(range(16))},
-                    {"name": "INPUT1", "datatype": "INT32", "shape": [16], "data": [1] * 16},
-                ]
-            }
+        "simple",
+        inputs(
+            tensor("INPUT0", "INT32", [16], list(range(16))),
+            tensor("INPUT1", "INT32", [16], [1] * 16),
         ),
-        {},
     ),
-    (
+    infer(
         "infer-simple-toobig",
-        "POST",
-        "/v2/models/simple/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "INT32", "shape": [9, 16], "data": [0] * 144},
-                    {"name": "INPUT1", "datatype": "INT32", "shape": [9, 16], "data": [1] * 144},
-                ]
-            }
+        "simple",
+        inputs(
+            tensor("INPUT0", "INT32", [9, 16], [0] * 144),
+            tensor("INPUT1", "INT32", [9, 16], [1] * 144),
         ),
-        {},
     ),
-    (
+    infer(
         "infer-simple-mismatch",
-        "POST",
-        "/v2/models/simple/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": [0] * 16},
-                    {"name": "INPUT1", "datatype": "INT32", "shape": [2, 16], "data": [1] * 32},
-                ]
-            }
+        "simple",
+        inputs(
+            tensor("INPUT0", "INT32", [1, 16], [0] * 16),
+            tensor("INPUT1", "INT32", [2, 16], [1] * 32),
         ),
-        {},
     ),
-    (
+    infer(
         "infer-simple-shape",
-        "POST",
-        "/v2/models/simple/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "INT32", "shape": [1, 8], "data": [0] * 8},
-                    {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16},
-                ]
-            }
+        "simple",
+        inputs(
+            tensor("INPUT0", "INT32", [1, 8], [0] * 8), tensor("INPUT1", "INT32", [1, 16], [1] * 16)
         ),
-        {},
     ),
-    (
+    infer(
         "infer-error-internal",
-        "POST",
-        "/v2/models/error_model/infer",
-        j({"inputs": [{"name": "MODE", "datatype": "INT32", "shape": [1], "data": [0]}]}),
-        {},
+        "error_model",
+        inputs(tensor("MODE", "INT32", [1], [0])),
     ),
-    (
+    infer(
         "infer-error-invalid",
-        "POST",
-        "/v2/models/error_model/infer",
-        j({"inputs": [{"name": "MODE", "datatype": "INT32", "shape": [1], "data": [1]}]}),
-        {},
+        "error_model",
+        inputs(tensor("MODE", "INT32", [1], [1])),
     ),
-    (
+    infer(
         "infer-error-echo",
-        "POST",
-        "/v2/models/error_model/infer",
-        j({"inputs": [{"name": "MODE", "datatype": "INT32", "shape": [1], "data": [7]}]}),
-        {},
+        "error_model",
+        inputs(tensor("MODE", "INT32", [1], [7])),
     ),
-    (
+    infer(
         "infer-bytes-json",
-        "POST",
-        "/v2/models/identity_bytes/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "BYTES", "shape": [2], "data": ["hello", ""]}
-                ],
-                "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
-            }
+        "identity_bytes",
+        inputs(
+            tensor("INPUT0", "BYTES", [2], ["hello", ""]),
+            outputs=[{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
         ),
-        {},
     ),
     # binary
-    ("bin-add", "POST", "/v2/models/add_sub/infer", _bin_add, _bin_add_h),
-    ("bin-all-types", "POST", "/v2/models/identity_all/infer", _bin_all_types, _bin_all_types_h),
-    ("bin-no-ihcl", "POST", "/v2/models/add_sub/infer", _bin_add, {}),
-    (
-        "bin-ihcl-big",
-        "POST",
-        "/v2/models/add_sub/infer",
-        _bin_add,
-        {"Inference-Header-Content-Length": "99999"},
-    ),
-    (
-        "bin-ihcl-neg",
-        "POST",
-        "/v2/models/add_sub/infer",
-        _bin_add,
-        {"Inference-Header-Content-Length": "-1"},
-    ),
-    (
-        "bin-ihcl-abc",
-        "POST",
-        "/v2/models/add_sub/infer",
-        _bin_add,
-        {"Inference-Header-Content-Length": "abc"},
-    ),
-    (
-        "bin-ihcl-short",
-        "POST",
-        "/v2/models/add_sub/infer",
-        _bin_add,
-        {"Inference-Header-Content-Length": "20"},
-    ),
-    ("bin-truncated", "POST", "/v2/models/add_sub/infer", _bin_add[:-5], _bin_add_h),
-    ("bin-extra", "POST", "/v2/models/add_sub/infer", _bin_add + b"xx", _bin_add_h),
-    (
+    infer("bin-add", "add_sub", _bin_add, _bin_add_h),
+    infer("bin-all-types", "identity_all", _bin_all_types, _bin_all_types_h),
+    infer("bin-no-ihcl", "add_sub", _bin_add),
+    infer("bin-ihcl-big", "add_sub", _bin_add, {"Inference-Header-Content-Length": "99999"}),
+    infer("bin-ihcl-neg", "add_sub", _bin_add, {"Inference-Header-Content-Length": "-1"}),
+    infer("bin-ihcl-abc", "add_sub", _bin_add, {"Inference-Header-Content-Length": "abc"}),
+    infer("bin-ihcl-short", "add_sub", _bin_add, {"Inference-Header-Content-Length": "20"}),
+    infer("bin-truncated", "add_sub", _bin_add[:-5], _bin_add_h),
+    infer("bin-extra", "add_sub", _bin_add + b"xx", _bin_add_h),
+    infer(
         "bin-json-trailing",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j(ADD) + "xx",
         {"Inference-Header-Content-Length": str(len(j(ADD)))},
     ),
@@ -846,18 +538,10 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
             ("empty", 2, b"", None),
         ]
     ],
-    (
+    infer(
         "infer-bytes-too-many",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "IN_STRING", "datatype": "BYTES", "shape": [1], "data": ["a"] * 3}
-                ]
-            }
-        ),
-        {},
+        "identity_all",
+        inputs(tensor("IN_STRING", "BYTES", [1], ["a"] * 3)),
     ),
     (
         # the admission error of one input wins over the backend error of another
@@ -882,182 +566,102 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
             ]
         ),
     ),
-    (
-        "raw-two-inputs",
-        "POST",
-        "/v2/models/add_sub/infer",
-        _fp32([1, 2, 3, 4]),
-        {"Inference-Header-Content-Length": "0"},
+    infer(
+        "raw-two-inputs", "add_sub", _fp32([1, 2, 3, 4]), {"Inference-Header-Content-Length": "0"}
     ),
-    (
-        "raw-bytes",
-        "POST",
-        "/v2/models/identity_bytes/infer",
-        bytes_blob([b"x"]),
-        {"Inference-Header-Content-Length": "0"},
+    infer(
+        "raw-bytes", "identity_bytes", bytes_blob([b"x"]), {"Inference-Header-Content-Length": "0"}
     ),
-    (
+    infer(
         "raw-error-model",
-        "POST",
-        "/v2/models/error_model/infer",
+        "error_model",
         np.array([7], "<i4").tobytes(),
         {"Inference-Header-Content-Length": "0"},
     ),
-    (
+    infer(
         "raw-error-model-size",
-        "POST",
-        "/v2/models/error_model/infer",
+        "error_model",
         np.array([7, 8], "<i4").tobytes(),
         {"Inference-Header-Content-Length": "0"},
     ),
     # compression
-    (
-        "gzip-req",
-        "POST",
-        "/v2/models/add_sub/infer",
-        gzip.compress(j(ADD).encode()),
-        {"Content-Encoding": "gzip"},
+    infer("gzip-req", "add_sub", gzip.compress(j(ADD).encode()), {"Content-Encoding": "gzip"}),
+    infer(
+        "deflate-req", "add_sub", zlib.compress(j(ADD).encode()), {"Content-Encoding": "deflate"}
     ),
-    (
-        "deflate-req",
-        "POST",
-        "/v2/models/add_sub/infer",
-        zlib.compress(j(ADD).encode()),
-        {"Content-Encoding": "deflate"},
-    ),
-    ("br-req", "POST", "/v2/models/add_sub/infer", j(ADD), {"Content-Encoding": "br"}),
-    ("GZIP-req", "POST", "/v2/models/add_sub/infer", j(ADD), {"Content-Encoding": "GZIP"}),
-    ("identity-req", "POST", "/v2/models/add_sub/infer", j(ADD), {"Content-Encoding": "identity"}),
-    ("gzip-empty", "POST", "/v2/models/add_sub/infer", "", {"Content-Encoding": "gzip"}),
-    ("gzip-resp", "POST", "/v2/models/add_sub/infer", j(ADD), {"Accept-Encoding": "gzip"}),
-    ("deflate-resp", "POST", "/v2/models/add_sub/infer", j(ADD), {"Accept-Encoding": "deflate"}),
-    (
-        "q-resp",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(ADD),
-        {"Accept-Encoding": "gzip;q=0.5, deflate;q=0.9"},
-    ),
-    ("q0-resp", "POST", "/v2/models/add_sub/infer", j(ADD), {"Accept-Encoding": "gzip;q=0"}),
-    (
-        "space-q-resp",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(ADD),
-        {"Accept-Encoding": "gzip; q=0.5"},
-    ),
-    (
-        "bin-gzip-resp",
-        "POST",
-        "/v2/models/add_sub/infer",
-        _bin_add,
-        {**_bin_add_h, "Accept-Encoding": "gzip"},
-    ),
+    infer("br-req", "add_sub", j(ADD), {"Content-Encoding": "br"}),
+    infer("GZIP-req", "add_sub", j(ADD), {"Content-Encoding": "GZIP"}),
+    infer("identity-req", "add_sub", j(ADD), {"Content-Encoding": "identity"}),
+    infer("gzip-empty", "add_sub", "", {"Content-Encoding": "gzip"}),
+    infer("gzip-resp", "add_sub", j(ADD), {"Accept-Encoding": "gzip"}),
+    infer("deflate-resp", "add_sub", j(ADD), {"Accept-Encoding": "deflate"}),
+    infer("q-resp", "add_sub", j(ADD), {"Accept-Encoding": "gzip;q=0.5, deflate;q=0.9"}),
+    infer("q0-resp", "add_sub", j(ADD), {"Accept-Encoding": "gzip;q=0"}),
+    infer("space-q-resp", "add_sub", j(ADD), {"Accept-Encoding": "gzip; q=0.5"}),
+    infer("bin-gzip-resp", "add_sub", _bin_add, {**_bin_add_h, "Accept-Encoding": "gzip"}),
     # classification
-    (
+    infer(
         "classify",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(outputs=[{"name": "OUTPUT0", "parameters": {"classification": 2}}]),
-        {},
     ),
-    (
+    infer(
         "classify-big-k",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(outputs=[{"name": "OUTPUT0", "parameters": {"classification": 9}}]),
-        {},
     ),
-    (
+    infer(
         "classify-zero",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(outputs=[{"name": "OUTPUT0", "parameters": {"classification": 0}}]),
-        {},
     ),
-    (
+    infer(
         "classify-bad",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(outputs=[{"name": "OUTPUT0", "parameters": {"classification": -1}}]),
-        {},
     ),
-    (
+    infer(
         "classify-batch",
-        "POST",
-        "/v2/models/simple/infer",
-        j(
-            {
-                "inputs": [
-                    {
-                        "name": "INPUT0",
-                        "datatype": "INT32",
-                        "shape": [2, 16],
-                        "data": list(range(32)),
-                    },
-                    {"name": "INPUT1", "datatype": "INT32", "shape": [2, 16], "data": [1] * 32},
-                ],
-                "outputs": [{"name": "OUTPUT0", "parameters": {"classification": 1}}],
-            }
+        "simple",
+        inputs(
+            tensor("INPUT0", "INT32", [2, 16], list(range(32))),
+            tensor("INPUT1", "INT32", [2, 16], [1] * 32),
+            outputs=[{"name": "OUTPUT0", "parameters": {"classification": 1}}],
         ),
-        {},
     ),
-    (
+    infer(
         "classify-binary",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(
             outputs=[{"name": "OUTPUT0", "parameters": {"classification": 2, "binary_data": True}}]
         ),
-        {},
     ),
     # shm errors
     ("shm-status", "GET", "/v2/systemsharedmemory/status", "", {}),
     ("shm-status-unknown", "GET", "/v2/systemsharedmemory/region/nope/status", "", {}),
-    (
-        "shm-register-noregion",
-        "POST",
-        "/v2/systemsharedmemory/register",
-        '{"key":"/x","byte_size":8}',
-        {},
+    post("shm-register-noregion", "/v2/systemsharedmemory/register", '{"key":"/x","byte_size":8}'),
+    post("shm-register-nokey", "/v2/systemsharedmemory/region/r/register", '{"byte_size":8}'),
+    post("shm-register-nosize", "/v2/systemsharedmemory/region/r/register", '{"key":"/x"}'),
+    post(
+        "shm-register-badkey", "/v2/systemsharedmemory/region/r/register", '{"key":5,"byte_size":8}'
     ),
-    (
-        "shm-register-nokey",
-        "POST",
-        "/v2/systemsharedmemory/region/r/register",
-        '{"byte_size":8}',
-        {},
-    ),
-    ("shm-register-nosize", "POST", "/v2/systemsharedmemory/region/r/register", '{"key":"/x"}', {}),
-    (
-        "shm-register-badkey",
-        "POST",
-        "/v2/systemsharedmemory/region/r/register",
-        '{"key":5,"byte_size":8}',
-        {},
-    ),
-    (
+    post(
         "shm-register-badsize",
-        "POST",
         "/v2/systemsharedmemory/region/r/register",
         '{"key":"/x","byte_size":-8}',
-        {},
     ),
-    (
+    post(
         "shm-register-missing",
-        "POST",
         "/v2/systemsharedmemory/region/r/register",
         '{"key":"/tritonhttp-does-not-exist","byte_size":8}',
-        {},
     ),
-    ("shm-register-empty", "POST", "/v2/systemsharedmemory/region/r/register", "", {}),
-    ("shm-unregister", "POST", "/v2/systemsharedmemory/region/nope/unregister", "", {}),
-    ("shm-unregister-all", "POST", "/v2/systemsharedmemory/unregister", "", {}),
-    ("shm-status-post", "POST", "/v2/systemsharedmemory/status", "", {}),
-    (
+    post("shm-register-empty", "/v2/systemsharedmemory/region/r/register", ""),
+    post("shm-unregister", "/v2/systemsharedmemory/region/nope/unregister", ""),
+    post("shm-unregister-all", "/v2/systemsharedmemory/unregister", ""),
+    post("shm-status-post", "/v2/systemsharedmemory/status", ""),
+    infer(
         "shm-infer-unknown",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j(
             {
                 "inputs": [
@@ -1074,12 +678,10 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 ]
             }
         ),
-        {},
     ),
-    (
+    infer(
         "shm-infer-badregion",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j(
             {
                 "inputs": [
@@ -1093,12 +695,10 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 ]
             }
         ),
-        {},
     ),
-    (
+    infer(
         "shm-out-and-class",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(
             outputs=[
                 {
@@ -1107,12 +707,10 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 }
             ]
         ),
-        {},
     ),
-    (
+    infer(
         "shm-out-and-binary",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(
             outputs=[
                 {
@@ -1121,126 +719,102 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 }
             ]
         ),
-        {},
     ),
     ("cuda-status", "GET", "/v2/cudasharedmemory/status", "", {}),
     ("cuda-status-unknown", "GET", "/v2/cudasharedmemory/region/nope/status", "", {}),
-    ("cuda-register-noregion", "POST", "/v2/cudasharedmemory/register", "{}", {}),
-    (
+    post("cuda-register-noregion", "/v2/cudasharedmemory/register", "{}"),
+    post(
         "cuda-register-nohandle",
-        "POST",
         "/v2/cudasharedmemory/region/r/register",
         '{"device_id":0,"byte_size":8}',
-        {},
     ),
-    (
+    post(
         "cuda-register-nob64",
-        "POST",
         "/v2/cudasharedmemory/region/r/register",
         '{"raw_handle":{},"device_id":0,"byte_size":8}',
-        {},
     ),
-    (
+    post(
         "cuda-register-short",
-        "POST",
         "/v2/cudasharedmemory/region/r/register",
         '{"raw_handle":{"b64":"AAAA"},"device_id":0,"byte_size":8}',
-        {},
     ),
-    (
+    post(
         "cuda-register",
-        "POST",
         "/v2/cudasharedmemory/region/r/register",
         j({"raw_handle": {"b64": "A" * 88}, "device_id": 0, "byte_size": 8}),
-        {},
     ),
-    ("cuda-unregister", "POST", "/v2/cudasharedmemory/region/r/unregister", "", {}),
+    post("cuda-unregister", "/v2/cudasharedmemory/region/r/unregister", ""),
     # trace & logging (read-only / erroring here: state-changing ones run elsewhere)
     ("trace-get", "GET", "/v2/trace/setting", "", {}),
     ("trace-model-get", "GET", "/v2/models/add_sub/trace/setting", "", {}),
     ("trace-unknown-model", "GET", "/v2/models/nope/trace/setting", "", {}),
     ("trace-versioned", "GET", "/v2/models/add_sub/versions/1/trace/setting", "", {}),
-    ("trace-empty-post", "POST", "/v2/trace/setting", "", {}),
-    ("trace-file", "POST", "/v2/trace/setting", '{"trace_file":"x"}', {}),
-    ("trace-level-nofile", "POST", "/v2/trace/setting", '{"trace_level":["TIMESTAMPS"]}', {}),
-    ("trace-off-plus", "POST", "/v2/trace/setting", '{"trace_level":["OFF","TIMESTAMPS"]}', {}),
-    ("trace-rate-bad", "POST", "/v2/trace/setting", '{"trace_rate":"abc"}', {}),
-    ("trace-rate-int", "POST", "/v2/trace/setting", '{"trace_rate":5}', {}),
-    ("trace-rate-range", "POST", "/v2/trace/setting", '{"trace_rate":"99999999999"}', {}),
-    ("trace-count-low", "POST", "/v2/trace/setting", '{"trace_count":"-5"}', {}),
-    ("trace-level-notarray", "POST", "/v2/trace/setting", '{"trace_level":"OFF"}', {}),
+    post("trace-empty-post", "/v2/trace/setting", ""),
+    post("trace-file", "/v2/trace/setting", '{"trace_file":"x"}'),
+    post("trace-level-nofile", "/v2/trace/setting", '{"trace_level":["TIMESTAMPS"]}'),
+    post("trace-off-plus", "/v2/trace/setting", '{"trace_level":["OFF","TIMESTAMPS"]}'),
+    post("trace-rate-bad", "/v2/trace/setting", '{"trace_rate":"abc"}'),
+    post("trace-rate-int", "/v2/trace/setting", '{"trace_rate":5}'),
+    post("trace-rate-range", "/v2/trace/setting", '{"trace_rate":"99999999999"}'),
+    post("trace-count-low", "/v2/trace/setting", '{"trace_count":"-5"}'),
+    post("trace-level-notarray", "/v2/trace/setting", '{"trace_level":"OFF"}'),
     ("trace-put", "PUT", "/v2/trace/setting", "", {}),
-    ("trace-noop", "POST", "/v2/trace/setting", "{}", {}),
+    post("trace-noop", "/v2/trace/setting", "{}"),
     ("log-get", "GET", "/v2/logging", "", {}),
-    ("log-noop", "POST", "/v2/logging", "{}", {}),
-    ("log-empty", "POST", "/v2/logging", "", {}),
-    ("log-file", "POST", "/v2/logging", '{"log_file":"x"}', {}),
-    ("log-info-bad", "POST", "/v2/logging", '{"log_info":1}', {}),
-    ("log-verbose-bad", "POST", "/v2/logging", '{"log_verbose_level":-1}', {}),
-    ("log-format-bad", "POST", "/v2/logging", '{"log_format":"xml"}', {}),
+    post("log-noop", "/v2/logging", "{}"),
+    post("log-empty", "/v2/logging", ""),
+    post("log-file", "/v2/logging", '{"log_file":"x"}'),
+    post("log-info-bad", "/v2/logging", '{"log_info":1}'),
+    post("log-verbose-bad", "/v2/logging", '{"log_verbose_level":-1}'),
+    post("log-format-bad", "/v2/logging", '{"log_format":"xml"}'),
     ("log-delete", "DELETE", "/v2/logging", "", {}),
     # generate
-    (
+    post(
         "generate",
-        "POST",
         "/v2/models/add_sub/generate",
         j({"INPUT0": [1, 2, 3, 4], "INPUT1": [1, 1, 1, 1]}),
-        {},
     ),
-    (
+    post(
         "generate-stream",
-        "POST",
         "/v2/models/add_sub/generate_stream",
         j({"INPUT0": [1, 2, 3, 4], "INPUT1": [1, 1, 1, 1]}),
-        {},
     ),
-    (
+    post(
         "generate-id-params",
-        "POST",
         "/v2/models/add_sub/generate",
         j({"id": "g1", "INPUT0": [1, 2, 3, 4], "parameters": {"INPUT1": [1, 1, 1, 1], "x": 1}}),
-        {},
     ),
-    (
+    post(
         "generate-scalar",
-        "POST",
         "/v2/models/identity_all/generate",
         j({"IN_BOOL": True, "IN_INT64": [1, 2]}),
-        {},
     ),
-    (
+    post(
         "generate-bad-shape",
-        "POST",
         "/v2/models/add_sub/generate",
         j({"INPUT0": [1, 2, 3], "INPUT1": [1, 1, 1, 1]}),
-        {},
     ),
-    (
+    post(
         "generate-dup",
-        "POST",
         "/v2/models/add_sub/generate",
         j({"INPUT0": [1, 2, 3, 4], "parameters": {"INPUT0": [1, 1, 1, 1]}}),
-        {},
     ),
-    (
+    post(
         "generate-bad-param",
-        "POST",
         "/v2/models/add_sub/generate",
         j({"INPUT0": [1, 2, 3, 4], "INPUT1": [1, 1, 1, 1], "x": {"a": 1}}),
-        {},
     ),
-    ("generate-params-notobj", "POST", "/v2/models/add_sub/generate", j({"parameters": 1}), {}),
-    ("generate-unknown", "POST", "/v2/models/nope/generate", "{}", {}),
-    (
+    post("generate-params-notobj", "/v2/models/add_sub/generate", j({"parameters": 1})),
+    post("generate-unknown", "/v2/models/nope/generate", "{}"),
+    post(
         "generate-encoding",
-        "POST",
         "/v2/models/add_sub/generate",
         j({"INPUT0": [1, 2, 3, 4]}),
         {"Content-Encoding": "gzip"},
     ),
-    ("generate-model-error", "POST", "/v2/models/error_model/generate", j({"MODE": 0}), {}),
-    ("generate-model-invalid", "POST", "/v2/models/error_model/generate", j({"MODE": 1}), {}),
-    ("generate-bad-json", "POST", "/v2/models/add_sub/generate", "{", {}),
+    post("generate-model-error", "/v2/models/error_model/generate", j({"MODE": 0})),
+    post("generate-model-invalid", "/v2/models/error_model/generate", j({"MODE": 1})),
+    post("generate-bad-json", "/v2/models/add_sub/generate", "{"),
     # NaN and Infinity: Triton's RapidJSON takes NaN, Inf and Infinity (signed) as numbers
     *[
         (
@@ -1268,44 +842,30 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
             ]
         )
     ],
-    (
+    infer(
         "nan-shape",
-        "POST",
-        "/v2/models/identity_all/infer",
+        "identity_all",
         '{"inputs":[{"name":"IN_FP64","datatype":"FP64","shape":[NaN],"data":[1]}]}',
-        {},
     ),
-    (
-        "nan-parameter",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"x": "P"}).replace('"P"', "NaN"),
-        {},
-    ),
-    ("nan-id", "POST", "/v2/models/add_sub/infer", add_with(id="I").replace('"I"', "-Inf"), {}),
-    (
+    infer("nan-parameter", "add_sub", add_with(parameters={"x": "P"}).replace('"P"', "NaN")),
+    infer("nan-id", "add_sub", add_with(id="I").replace('"I"', "-Inf")),
+    infer(
         "nan-binary-size",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with().replace('"data":[1,1,1,1]', '"parameters":{"binary_data_size":NaN}'),
-        {},
     ),
-    (
+    post(
         "nan-generate",
-        "POST",
         "/v2/models/identity_all/generate",
         '{"IN_FP64":[NaN,-Inf],"IN_INT64":[1],"parameters":{"p":Infinity}}',
-        {},
     ),
-    ("nan-index", "POST", "/v2/repository/index", '{"ready":NaN}', {}),
-    ("nan-log", "POST", "/v2/logging", '{"log_verbose_level":NaN}', {}),
-    ("nan-trace", "POST", "/v2/trace/setting", '{"trace_rate":Infinity}', {}),
-    (
+    post("nan-index", "/v2/repository/index", '{"ready":NaN}'),
+    post("nan-log", "/v2/logging", '{"log_verbose_level":NaN}'),
+    post("nan-trace", "/v2/trace/setting", '{"trace_rate":Infinity}'),
+    post(
         "nan-shm-register",
-        "POST",
         "/v2/systemsharedmemory/region/r/register",
         '{"key":"/x","offset":0,"byte_size":NaN}',
-        {},
     ),
 ]
 
