@@ -22,7 +22,7 @@ import tritonhttp
 from tritonhttp import _errors
 from tritonhttp._protocol import EventStreamDecoder, generate_body
 
-from .test_transport import OK_JSON, serving
+from ._scripted import OK_JSON, serving
 
 
 def stream_server(*pieces: bytes) -> Any:
