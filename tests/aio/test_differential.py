@@ -274,12 +274,7 @@ def test_system_shared_memory_round_trip(loop: LoopThread, apair: APair) -> None
                 status = await c.get_system_shared_memory_status(name)
                 inputs, outputs = shared.shm_add_sub_io(m, name)
                 result = await c.infer("add_sub", inputs, outputs=outputs)
-                return (
-                    [{k: v for k, v in s.items() if k != "name"} for s in status],
-                    result.get_response(),
-                    result.as_numpy("OUTPUT1").tolist(),
-                    buf[8:12].tolist(),
-                )
+                return shared.shm_round_trip_answer(status, result, buf)
             finally:
                 await c.unregister_system_shared_memory(name)
 
@@ -349,22 +344,12 @@ def test_plugins(loop: LoopThread, apair: APair) -> None:
         apair.ours.register_plugin(BasicAuth("user", "secret"))
         apair.ref.register_plugin(RefBasicAuth("user", "secret"))
         await apair.same(lambda m, c: _plugin_name(c))
-        headers = {"X-Trace": "1"}
-        await apair.same(lambda m, c: c.infer("add_sub", add_sub_inputs(m), headers=dict(headers)))
-        await apair.same(lambda m, c: c.is_server_ready(headers=dict(headers)))
+        for call in shared.PLUGGED_CALLS:
+            await apair.same(call)
         apair.ours.unregister_plugin()
         apair.ref.unregister_plugin()
-
-        class Failing(aio.InferenceServerClientPlugin):
-            def __call__(self, request: Any) -> None:
-                request.headers["Transfer-Encoding"] = "chunked"
-
-        class RefFailing(ref_aio.InferenceServerClientPlugin):
-            def __call__(self, request: Any) -> None:
-                request.headers["Transfer-Encoding"] = "chunked"
-
-        apair.ours.register_plugin(Failing())
-        apair.ref.register_plugin(RefFailing())
+        apair.ours.register_plugin(shared.chunking_plugin(aio.InferenceServerClientPlugin))
+        apair.ref.register_plugin(shared.chunking_plugin(ref_aio.InferenceServerClientPlugin))
         await apair.same(lambda m, c: c.get_server_metadata())  # checked after the plugin
 
     loop.run(go())

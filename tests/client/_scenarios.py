@@ -202,3 +202,34 @@ def shm_add_sub_io(m: Any, name: str) -> tuple[list[Any], list[Any]]:
     out0 = m.InferRequestedOutput("OUTPUT0")
     out0.set_shared_memory(name, 16, offset=32)
     return inputs, [out0, m.InferRequestedOutput("OUTPUT1", binary_data=False)]
+
+
+def shm_round_trip_answer(status: Any, result: Any, region: Any) -> tuple[Any, ...]:
+    """What the round trip compares: the region's status (its name aside), the response,
+    OUTPUT1 (JSON) and OUTPUT0 as add_sub wrote it into the region (FP32 values 8-11)."""
+    return (
+        [{k: v for k, v in s.items() if k != "name"} for s in status],
+        result.get_response(),
+        result.as_numpy("OUTPUT1").tolist(),
+        region[8:12].tolist(),
+    )
+
+
+# -- plugins ------------------------------------------------------------------------------
+
+#: calls a plugin adds headers to (each passes a fresh dict: the caller's is never modified)
+PLUGGED_CALLS: list[Scenario] = [
+    lambda m, c: c.infer("add_sub", add_sub_inputs(m), headers={"X-Trace": "1"}),
+    lambda m, c: c.is_server_ready(headers={"X-Trace": "1"}),
+]
+
+
+def chunking_plugin(base: type) -> Any:
+    """A plugin (a ``base`` subclass) that asks for a chunked body, which the client must
+    refuse after the plugin ran."""
+
+    class Chunking(base):  # type: ignore[valid-type, misc]
+        def __call__(self, request: Any) -> None:
+            request.headers["Transfer-Encoding"] = "chunked"
+
+    return Chunking()

@@ -25,10 +25,12 @@ from ._scenarios import (
     F32,
     INT_VERSIONS,
     LOG_UPDATES,
+    PLUGGED_CALLS,
     TRACE_UPDATES,
     add_sub,
     add_sub_inputs,
     add_sub_json,
+    chunking_plugin,
     classification,
     compressed,
     every_request_option,
@@ -36,6 +38,7 @@ from ._scenarios import (
     model_error,
     region,
     shm_add_sub_io,
+    shm_round_trip_answer,
     string_sequence_id,
 )
 from .conftest import Pair
@@ -278,12 +281,7 @@ def test_system_shared_memory_round_trip(pair: Pair) -> None:
                 status = c.get_system_shared_memory_status(name)
                 inputs, outputs = shm_add_sub_io(m, name)
                 result = c.infer("add_sub", inputs, outputs=outputs)
-                return (
-                    [{k: v for k, v in s.items() if k != "name"} for s in status],
-                    result.get_response(),
-                    result.as_numpy("OUTPUT1").tolist(),
-                    buf[8:12].tolist(),
-                )
+                return shm_round_trip_answer(status, result, buf)
             finally:
                 c.unregister_system_shared_memory(name)
 
@@ -341,20 +339,10 @@ def test_plugins_on_real_triton(pair: Pair) -> None:
     pair.ref.register_plugin(RefBasicAuth("user", "secret"))
     pair.same(lambda m, c: type(c.plugin()).__name__)
     pair.same(lambda m, c: c.register_plugin(object()))
-    headers = {"X-Trace": "1"}
-    pair.same(lambda m, c: c.infer("add_sub", add_sub_inputs(m), headers=dict(headers)))
-    pair.same(lambda m, c: c.is_server_ready(headers=dict(headers)))
+    for call in PLUGGED_CALLS:
+        pair.same(call)
     pair.same(lambda m, c: c.unregister_plugin())
     pair.same(lambda m, c: c.plugin())
-
-    class Failing(tritonhttp.InferenceServerClientPlugin):
-        def __call__(self, request: tritonhttp.Request) -> None:
-            request.headers["Transfer-Encoding"] = "chunked"
-
-    class RefFailing(ref_http.InferenceServerClientPlugin):
-        def __call__(self, request: Any) -> None:
-            request.headers["Transfer-Encoding"] = "chunked"
-
-    pair.ours.register_plugin(Failing())
-    pair.ref.register_plugin(RefFailing())
+    pair.ours.register_plugin(chunking_plugin(tritonhttp.InferenceServerClientPlugin))
+    pair.ref.register_plugin(chunking_plugin(ref_http.InferenceServerClientPlugin))
     pair.same(lambda m, c: c.get_server_metadata())  # validated after the plugin ran

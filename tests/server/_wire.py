@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass
+@dataclass(repr=False)
 class Reply:
+    """Status, lower-cased headers and body of one HTTP exchange."""
+
     status: int
     headers: dict[str, str]
     body: bytes
@@ -20,8 +22,22 @@ class Reply:
         return self.headers.get("content-type")
 
     def json(self) -> Any:
+        """The JSON body (the JSON header of a binary-data body)."""
         n = int(self.headers.get("inference-header-content-length", len(self.body)))
         return json.loads(self.body[:n])
+
+    def events(self) -> list[Any]:
+        """The ``data:`` events of a server-sent-event body."""
+        return [
+            json.loads(c[6:]) for c in self.body.decode().split("\n\n") if c.startswith("data: ")
+        ]
+
+    def key(self) -> tuple[int, str | None, bytes]:
+        """What a differential comparison looks at."""
+        return (self.status, self.content_type, self.body)
+
+    def __repr__(self) -> str:
+        return f"Reply({self.status}, {self.content_type}, {self.body[:300]!r})"
 
 
 def exchange(
@@ -30,8 +46,9 @@ def exchange(
     path: str,
     body: bytes | str = b"",
     headers: dict[str, str] | None = None,
-    timeout: float = 30.0,
+    timeout: float = 60.0,
 ) -> Reply:
+    """One request on a fresh connection (``url`` is ``host:port``)."""
     host, port = url.rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
     try:

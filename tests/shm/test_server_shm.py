@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shm_helpers import DEV_SHM, KEY_PREFIX, Reply, exchange, new_key
+from server._wire import Reply, exchange
+from shm_helpers import DEV_SHM, KEY_PREFIX, new_key
 
 from tritonhttp.utils import serialize_byte_tensor
 from tritonhttp.utils import shared_memory as shm
