@@ -8,6 +8,18 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+#: the tensors of tests/models/add_sub, as a JSON model configuration lists them
+ADD_SUB_IO: dict[str, Any] = {
+    "input": [
+        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+    ],
+    "output": [
+        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+    ],
+}
+
 
 @dataclass(repr=False)
 class Reply:

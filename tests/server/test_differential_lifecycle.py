@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ._wire import Reply, exchange
+from ._wire import ADD_SUB_IO, Reply, exchange
 from .test_differential_state import _mask
 
 pytestmark = pytest.mark.real_triton
@@ -243,14 +243,7 @@ STEPS: list[Step] = [
                             "name": "add_sub",
                             "backend": "python",
                             "max_batch_size": 2,
-                            "input": [
-                                {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-                                {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-                            ],
-                            "output": [
-                                {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-                                {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-                            ],
+                            **ADD_SUB_IO,
                         }
                     )
                 }

@@ -17,7 +17,7 @@ import pytest
 
 from tritonhttp.server import _launch
 
-from ._wire import exchange
+from ._wire import ADD_SUB_IO, exchange
 
 TESTS = Path(__file__).parent.parent
 MODELS = TESTS / "models"
@@ -143,14 +143,7 @@ def test_explicit_mode_file_overrides_stay_in_their_temp_copy(
             {
                 "name": "add_sub",
                 "backend": "python",
-                "input": [
-                    {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-                    {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-                ],
-                "output": [
-                    {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-                    {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-                ],
+                **ADD_SUB_IO,
             }
         )
         assert cfg
