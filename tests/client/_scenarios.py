@@ -45,34 +45,29 @@ def add_sub_inputs(m: Any, binary: bool = True) -> list[Any]:
 
 # -- health, metadata, configuration: the calls both suites make ---------------------------
 
+
+def calls(method: str, *arg_lists: tuple[Any, ...]) -> list[Scenario]:
+    """The scenarios ``client.<method>(*args)``, one per argument tuple."""
+    return [lambda m, c, args=args: getattr(c, method)(*args) for args in arg_lists]
+
+
 ENDPOINTS: list[Scenario] = [
-    lambda m, c: c.is_server_live(),
-    lambda m, c: c.is_server_ready(),
-    lambda m, c: c.is_model_ready("add_sub"),
-    lambda m, c: c.is_model_ready("add_sub", "1"),
-    lambda m, c: c.is_model_ready("add_sub", "7"),
-    lambda m, c: c.is_model_ready("no_such_model"),
-    lambda m, c: c.get_server_metadata(),
-    lambda m, c: c.get_model_metadata("add_sub"),
-    lambda m, c: c.get_model_metadata("add_sub", "1"),
-    lambda m, c: c.get_model_metadata("no_such_model"),
-    lambda m, c: c.get_model_config("simple"),
-    lambda m, c: c.get_model_config("simple", 1),
-    lambda m, c: c.get_model_config("no such model"),
-    lambda m, c: c.get_model_repository_index(),
-    lambda m, c: c.get_inference_statistics("no_such_model"),
-    lambda m, c: c.get_trace_settings(),
-    lambda m, c: c.get_trace_settings("add_sub"),
-    lambda m, c: c.get_log_settings(),
-    lambda m, c: c.get_system_shared_memory_status(),
-    lambda m, c: c.get_system_shared_memory_status("no_such_region"),
-    lambda m, c: c.get_cuda_shared_memory_status(),
-    lambda m, c: c.get_cuda_shared_memory_status("no_such_region"),
-    lambda m, c: c.unregister_system_shared_memory(),
-    lambda m, c: c.unregister_system_shared_memory("no_such_region"),
-    lambda m, c: c.unregister_cuda_shared_memory(),
-    lambda m, c: c.register_cuda_shared_memory("r", b"AAAA", 0, 16),
-    lambda m, c: c.load_model("add_sub"),  # not explicit mode: refused
+    *calls("is_server_live", ()),
+    *calls("is_server_ready", ()),
+    *calls("is_model_ready", ("add_sub",), ("add_sub", "1"), ("add_sub", "7"), ("no_such_model",)),
+    *calls("get_server_metadata", ()),
+    *calls("get_model_metadata", ("add_sub",), ("add_sub", "1"), ("no_such_model",)),
+    *calls("get_model_config", ("simple",), ("simple", 1), ("no such model",)),
+    *calls("get_model_repository_index", ()),
+    *calls("get_inference_statistics", ("no_such_model",)),
+    *calls("get_trace_settings", (), ("add_sub",)),
+    *calls("get_log_settings", ()),
+    *calls("get_system_shared_memory_status", (), ("no_such_region",)),
+    *calls("get_cuda_shared_memory_status", (), ("no_such_region",)),
+    *calls("unregister_system_shared_memory", (), ("no_such_region",)),
+    *calls("unregister_cuda_shared_memory", ()),
+    *calls("register_cuda_shared_memory", ("r", b"AAAA", 0, 16)),
+    *calls("load_model", ("add_sub",)),  # not explicit mode: refused
     lambda m, c: c.unload_model("add_sub", unload_dependents=True),
     lambda m, c: c.get_server_metadata(headers={"X-Custom": "1"}, query_params={"a": [1, 2]}),
 ]
