@@ -79,10 +79,25 @@ def tc_detach(handle: Any) -> None:
     tc_shm.destroy_shared_memory_region(handle)
 
 
-def run_python(code: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter (so a segfault is a return code, not our crash)."""
+#: prepended to a run_python script: every ``cuda`` import fails as if cuda-python were absent
+WITHOUT_CUDA_PYTHON = """
+import sys
+class Hide:
+    def find_spec(self, name, path=None, target=None):
+        if name == "cuda" or name.startswith("cuda."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Hide())
+"""
+
+
+def run_python(
+    code: str, *args: str, timeout: float = 60, prelude: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """Run ``prelude`` then ``code`` (dedented) in a fresh interpreter (so a segfault is a
+    return code, not our crash)."""
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code), *args],
+        [sys.executable, "-c", prelude + textwrap.dedent(code), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
