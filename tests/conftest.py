@@ -11,12 +11,30 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _pool import ServerPool
+from _repos import materialise
 
 from tritonhttp.testing import _real_triton as rt
 
 TESTS = Path(__file__).parent
 #: The shared model repository: every model in it loads on both servers.
 MODELS = TESTS / "models"
+
+ModelRepo = Callable[[str], Path]
+
+
+@pytest.fixture(scope="session")
+def model_repo(tmp_path_factory: pytest.TempPathFactory) -> ModelRepo:
+    """``model_repo(name)``: ``tests/repos/<name>`` materialised once a session (see ``_repos``)."""
+    made: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in made:
+            made[name] = materialise(name, tmp_path_factory.mktemp("repos"))
+        return made[name]
+
+    return get
+
 
 RealTritonFactory = Callable[..., rt.RealTriton]
 
@@ -28,19 +46,9 @@ def real_triton_factory() -> Iterator[RealTritonFactory]:
     if problem:
         pytest.skip(f"real Triton unavailable: {problem}")
     rt.ensure_installed()
-    servers: dict[tuple[str, tuple[str, ...]], rt.RealTriton] = {}
-
-    def factory(repo: Path | str = MODELS, *args: str) -> rt.RealTriton:
-        key = (str(Path(repo).resolve()), args)
-        server = servers.get(key)
-        if server is None or server.process.poll() is not None:
-            server = rt.start(repo, *args)
-            servers[key] = server
-        return server
-
-    yield factory
-    for server in servers.values():
-        server.stop()
+    pool = ServerPool(rt.start, MODELS)
+    yield pool
+    pool.stop()
 
 
 @pytest.fixture(scope="session")
@@ -59,19 +67,9 @@ BundledFactory = Callable[..., _bundled.BundledServer]
 @pytest.fixture(scope="session")
 def bundled_server_factory() -> Iterator[BundledFactory]:
     """Start OUR server (``python -m tritonhttp.server``) for (repository, *args), once each."""
-    servers: dict[tuple[str, tuple[str, ...]], _bundled.BundledServer] = {}
-
-    def factory(repo: Path | str = MODELS, *args: str) -> _bundled.BundledServer:
-        key = (str(Path(repo).resolve()), args)
-        server = servers.get(key)
-        if server is None or server.process.poll() is not None:
-            server = _bundled.start(repo, *args)
-            servers[key] = server
-        return server
-
-    yield factory
-    for server in servers.values():
-        server.stop()
+    pool = ServerPool(_bundled.start, MODELS)
+    yield pool
+    pool.stop()
 
 
 @pytest.fixture(scope="session")

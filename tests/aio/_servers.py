@@ -83,6 +83,18 @@ STREAM_CASES = [
 ]
 
 
+def check_stream_case(
+    seen: list[Any], raised: BaseException | None, events: list[Any], error: Any, text: Any
+) -> None:
+    """A client's events and error for a STREAM_CASES entry are what the case says."""
+    assert seen == events
+    if error is None:
+        assert raised is None
+    else:
+        assert isinstance(raised, error), raised
+        assert text is not None and text in str(raised)
+
+
 async def read_request(reader: asyncio.StreamReader) -> bytes | None:
     try:
         head = await reader.readuntil(b"\r\n\r\n")

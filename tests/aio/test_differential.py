@@ -10,44 +10,18 @@ tritonclient, which cannot go in-process, talks to the bundled server's socket).
 from __future__ import annotations
 
 import contextlib
-import uuid
-from collections.abc import Iterator
-from multiprocessing import shared_memory
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 import pytest
 import tritonclient.http.aio as ref_aio
+from client import _scenarios as shared
+from client._scenarios import DTYPES, F32, add_sub_inputs
 
 import tritonhttp
 import tritonhttp.aio as aio
 
 from .conftest import MODELS, APair, LoopThread, Target, close_pair, make_target, open_pair
-
-F32 = np.arange(4, dtype=np.float32)
-DTYPES = {
-    "BOOL": np.array([True, False, True]),
-    "UINT8": np.array([0, 1, 255], np.uint8),
-    "UINT16": np.array([0, 1, 65535], np.uint16),
-    "UINT32": np.array([0, 1, 2**32 - 1], np.uint32),
-    "UINT64": np.array([0, 1, 2**64 - 1], np.uint64),
-    "INT8": np.array([-128, 0, 127], np.int8),
-    "INT16": np.array([-(2**15), 0, 2**15 - 1], np.int16),
-    "INT32": np.array([-(2**31), 0, 2**31 - 1], np.int32),
-    "INT64": np.array([-(2**63), 0, 2**63 - 1], np.int64),
-    "FP16": np.array([0.5, -1.25, 65504], np.float16),
-    "FP32": np.array([0.1, -2.5, 3.4e38], np.float32),
-    "FP64": np.array([0.1, -2.5, 1e300], np.float64),
-    "BF16": np.array([0.5, -1.25, 3.0], ml_dtypes.bfloat16),
-}
-
-
-def add_sub_inputs(m: Any, binary: bool = True) -> list[Any]:
-    return [
-        m.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(F32, binary_data=binary),
-        m.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(F32 * 2, binary_data=binary),
-    ]
 
 
 def same(loop: LoopThread, pair: APair, scenario: Any, **kw: Any) -> Any:
@@ -56,52 +30,22 @@ def same(loop: LoopThread, pair: APair, scenario: Any, **kw: Any) -> Any:
 
 # -- health, metadata, configuration -----------------------------------------------------
 
-ENDPOINTS = [
-    lambda m, c: c.is_server_live(),
-    lambda m, c: c.is_server_ready(),
-    lambda m, c: c.is_model_ready("add_sub"),
-    lambda m, c: c.is_model_ready("add_sub", "1"),
-    lambda m, c: c.is_model_ready("add_sub", "7"),
-    lambda m, c: c.is_model_ready("no_such_model"),
-    lambda m, c: c.get_server_metadata(),
-    lambda m, c: c.get_model_metadata("add_sub"),
-    lambda m, c: c.get_model_metadata("add_sub", "1"),
-    lambda m, c: c.get_model_metadata("no_such_model"),
-    lambda m, c: c.get_model_config("simple"),
-    lambda m, c: c.get_model_config("simple", 1),
-    lambda m, c: c.get_model_config("no such model"),
-    lambda m, c: c.get_model_repository_index(),
-    lambda m, c: c.get_inference_statistics("no_such_model"),
-    lambda m, c: c.get_trace_settings(),
-    lambda m, c: c.get_trace_settings("add_sub"),
-    lambda m, c: c.get_log_settings(),
-    lambda m, c: c.get_system_shared_memory_status(),
-    lambda m, c: c.get_system_shared_memory_status("no_such_region"),
-    lambda m, c: c.get_cuda_shared_memory_status(),
-    lambda m, c: c.get_cuda_shared_memory_status("no_such_region"),
-    lambda m, c: c.unregister_system_shared_memory(),
-    lambda m, c: c.unregister_system_shared_memory("no_such_region"),
-    lambda m, c: c.unregister_cuda_shared_memory(),
+AIO_ENDPOINTS = [
+    *shared.ENDPOINTS,
     lambda m, c: c.unregister_cuda_shared_memory("no_such_region"),
-    lambda m, c: c.register_cuda_shared_memory("r", b"AAAA", 0, 16),
-    lambda m, c: c.load_model("add_sub"),  # not explicit mode: refused
-    lambda m, c: c.unload_model("add_sub", unload_dependents=True),
-    lambda m, c: c.get_server_metadata(headers={"X-Custom": "1"}, query_params={"a": [1, 2]}),
     lambda m, c: c.is_server_live(headers={"X-Custom": 1}),
 ]
 
 
-@pytest.mark.parametrize("index", range(len(ENDPOINTS)))
+@pytest.mark.parametrize("index", range(len(AIO_ENDPOINTS)))
 def test_endpoint_matches_tritonclient(loop: LoopThread, apair: APair, index: int) -> None:
-    same(loop, apair, ENDPOINTS[index])
+    same(loop, apair, AIO_ENDPOINTS[index])
 
 
 @pytest.mark.parametrize(
     "call",
     [
-        lambda m, c: c.is_model_ready("add_sub", 1),
-        lambda m, c: c.get_model_metadata("add_sub", 1),
-        lambda m, c: c.get_inference_statistics("add_sub", 1),
+        *shared.INT_VERSIONS,
         lambda m, c: c.infer("add_sub", add_sub_inputs(m), model_version=1),
     ],
 )
@@ -122,12 +66,11 @@ def test_statistics_have_the_same_layout(loop: LoopThread, apair: APair) -> None
 def test_trace_and_log_updates_round_trip(loop: LoopThread, apair: APair) -> None:
     async def go() -> None:
         before = await apair.ours.get_log_settings()
-        await apair.same(lambda m, c: c.update_log_settings({"log_verbose_level": 0}))
-        await apair.same(lambda m, c: c.update_log_settings({"not_a_setting": 1}))
+        for update in shared.LOG_UPDATES:
+            await apair.same(update)
         assert await apair.ours.get_log_settings() == before
-        await apair.same(lambda m, c: c.update_trace_settings(settings={"trace_rate": "1000"}))
-        await apair.same(lambda m, c: c.update_trace_settings("add_sub", {"trace_rate": None}))
-        await apair.same(lambda m, c: c.update_trace_settings("no_such_model", {"trace_rate": "5"}))
+        for update in shared.TRACE_UPDATES:
+            await apair.same(update)
 
     loop.run(go())
 
@@ -136,21 +79,10 @@ def test_trace_and_log_updates_round_trip(loop: LoopThread, apair: APair) -> Non
 
 
 def test_add_sub_binary_and_json(loop: LoopThread, apair: APair) -> None:
-    out = same(loop, apair, lambda m, c: c.infer("add_sub", add_sub_inputs(m)))
+    out = same(loop, apair, shared.add_sub)
     np.testing.assert_array_equal(out.value.as_numpy("OUTPUT0"), F32 * 3)
     assert out.value.as_numpy("OUTPUT0").flags.writeable
-    same(
-        loop,
-        apair,
-        lambda m, c: c.infer(
-            "add_sub",
-            add_sub_inputs(m, binary=False),
-            outputs=[
-                m.InferRequestedOutput("OUTPUT0", binary_data=False),
-                m.InferRequestedOutput("OUTPUT1"),
-            ],
-        ),
-    )
+    same(loop, apair, shared.add_sub_json)
 
 
 @pytest.mark.parametrize("datatype", sorted(DTYPES))
@@ -210,97 +142,40 @@ def test_large_tensor_round_trip(loop: LoopThread, apair: APair) -> None:
 
 
 def test_many_short_strings(loop: LoopThread, apair: APair) -> None:
-    strings = np.array([f"item-{i}".encode() for i in range(5000)], dtype=object)
-    same(
-        loop,
-        apair,
-        lambda m, c: c.infer(
-            "identity_bytes",
-            [m.InferInput("INPUT0", [5000], "BYTES").set_data_from_numpy(strings)],
-        ),
-    )
+    same(loop, apair, shared.many_short_strings)
 
 
 def test_classification_outputs(loop: LoopThread, apair: APair) -> None:
-    same(
-        loop,
-        apair,
-        lambda m, c: c.infer(
-            "add_sub",
-            add_sub_inputs(m),
-            outputs=[
-                m.InferRequestedOutput("OUTPUT0", class_count=3),
-                m.InferRequestedOutput("OUTPUT1"),
-            ],
-        ),
-    )
+    same(loop, apair, shared.classification)
 
 
 @pytest.mark.parametrize("algorithm", ["gzip", "deflate", "br", None])
 def test_request_and_response_compression(
     loop: LoopThread, apair: APair, algorithm: str | None
 ) -> None:
-    same(
-        loop,
-        apair,
-        lambda m, c: c.infer(
-            "add_sub",
-            add_sub_inputs(m),
-            request_compression_algorithm=algorithm,
-            response_compression_algorithm=algorithm,
-        ),
-    )
+    same(loop, apair, shared.compressed(algorithm))
 
 
 def test_request_options(loop: LoopThread, apair: APair) -> None:
-    same(
-        loop,
-        apair,
-        lambda m, c: c.infer(
-            "add_sub",
-            add_sub_inputs(m),
-            model_version="1",
-            request_id="req-\u00e9",
-            sequence_id=7,
-            sequence_start=True,
-            sequence_end=True,
-            priority=1,
-            timeout=100000,
-            parameters={"custom": "v", "n": 3, "f": 0.5, "b": True},
-        ),
-    )
-    same(loop, apair, lambda m, c: c.infer("add_sub", add_sub_inputs(m), sequence_id="corr-1"))
+    same(loop, apair, shared.every_request_option)
+    same(loop, apair, shared.string_sequence_id)
 
 
-BAD_REQUESTS = [
-    lambda m, c: c.infer("add_sub", add_sub_inputs(m), parameters={"sequence_id": 1}),
-    lambda m, c: c.infer("add_sub", add_sub_inputs(m), parameters={"triton_x": 1}),
-    lambda m, c: c.infer("add_sub", add_sub_inputs(m), model_version="9"),
-    lambda m, c: c.infer("no_such_model", add_sub_inputs(m)),
-    lambda m, c: c.infer("add_sub", add_sub_inputs(m)[:1]),
-    lambda m, c: c.infer("add_sub", [m.InferInput("INPUT0", [4], "FP32")] * 2),
-    lambda m, c: c.infer("add_sub", add_sub_inputs(m), outputs=[m.InferRequestedOutput("NOPE")]),
-    lambda m, c: c.infer("add_sub", add_sub_inputs(m), headers={"Transfer-Encoding": "x"}),
+AIO_BAD_REQUESTS = [
+    *shared.BAD_REQUESTS,
     lambda m, c: c.get_server_metadata(headers={"transfer-encoding": "chunked"}),
 ]
 
 
-@pytest.mark.parametrize("index", range(len(BAD_REQUESTS)))
+@pytest.mark.parametrize("index", range(len(AIO_BAD_REQUESTS)))
 def test_bad_requests_fail_like_tritonclient(loop: LoopThread, apair: APair, index: int) -> None:
-    outcome = same(loop, apair, BAD_REQUESTS[index])
+    outcome = same(loop, apair, AIO_BAD_REQUESTS[index])
     assert outcome.kind == "err"
 
 
 @pytest.mark.parametrize("mode", [0, 1, 2, 9])
 def test_model_errors(loop: LoopThread, apair: APair, mode: int) -> None:
-    same(
-        loop,
-        apair,
-        lambda m, c: c.infer(
-            "error_model",
-            [m.InferInput("MODE", [1], "INT32").set_data_from_numpy(np.array([mode], np.int32))],
-        ),
-    )
+    same(loop, apair, shared.model_error(mode))
 
 
 def test_generate_request_body_and_parse_response_body(loop: LoopThread, apair: APair) -> None:
@@ -386,19 +261,8 @@ def _normalized(text: str) -> str:
 # -- shared memory (system) --------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def region(size: int) -> Iterator[tuple[str, shared_memory.SharedMemory]]:
-    key = f"tritonhttp_aio_{uuid.uuid4().hex[:12]}"
-    shm = shared_memory.SharedMemory(name=key, create=True, size=size)
-    try:
-        yield "/" + key, shm
-    finally:
-        shm.close()
-        shm.unlink()
-
-
 def test_system_shared_memory_round_trip(loop: LoopThread, apair: APair) -> None:
-    with region(64) as (key, shm):
+    with shared.region(64) as (key, shm):
         buf = np.ndarray((16,), np.float32, buffer=shm.buf)
         buf[:4] = F32
         buf[4:8] = F32 * 2
@@ -408,20 +272,9 @@ def test_system_shared_memory_round_trip(loop: LoopThread, apair: APair) -> None
             await c.register_system_shared_memory(name, key, 64)
             try:
                 status = await c.get_system_shared_memory_status(name)
-                inputs = [
-                    m.InferInput("INPUT0", [4], "FP32").set_shared_memory(name, 16),
-                    m.InferInput("INPUT1", [4], "FP32").set_shared_memory(name, 16, offset=16),
-                ]
-                out0 = m.InferRequestedOutput("OUTPUT0")
-                out0.set_shared_memory(name, 16, offset=32)
-                out1 = m.InferRequestedOutput("OUTPUT1", binary_data=False)
-                result = await c.infer("add_sub", inputs, outputs=[out0, out1])
-                return (
-                    [{k: v for k, v in s.items() if k != "name"} for s in status],
-                    result.get_response(),
-                    result.as_numpy("OUTPUT1").tolist(),
-                    buf[8:12].tolist(),
-                )
+                inputs, outputs = shared.shm_add_sub_io(m, name)
+                result = await c.infer("add_sub", inputs, outputs=outputs)
+                return shared.shm_round_trip_answer(status, result, buf)
             finally:
                 await c.unregister_system_shared_memory(name)
 
@@ -491,22 +344,12 @@ def test_plugins(loop: LoopThread, apair: APair) -> None:
         apair.ours.register_plugin(BasicAuth("user", "secret"))
         apair.ref.register_plugin(RefBasicAuth("user", "secret"))
         await apair.same(lambda m, c: _plugin_name(c))
-        headers = {"X-Trace": "1"}
-        await apair.same(lambda m, c: c.infer("add_sub", add_sub_inputs(m), headers=dict(headers)))
-        await apair.same(lambda m, c: c.is_server_ready(headers=dict(headers)))
+        for call in shared.PLUGGED_CALLS:
+            await apair.same(call)
         apair.ours.unregister_plugin()
         apair.ref.unregister_plugin()
-
-        class Failing(aio.InferenceServerClientPlugin):
-            def __call__(self, request: Any) -> None:
-                request.headers["Transfer-Encoding"] = "chunked"
-
-        class RefFailing(ref_aio.InferenceServerClientPlugin):
-            def __call__(self, request: Any) -> None:
-                request.headers["Transfer-Encoding"] = "chunked"
-
-        apair.ours.register_plugin(Failing())
-        apair.ref.register_plugin(RefFailing())
+        apair.ours.register_plugin(shared.chunking_plugin(aio.InferenceServerClientPlugin))
+        apair.ref.register_plugin(shared.chunking_plugin(ref_aio.InferenceServerClientPlugin))
         await apair.same(lambda m, c: c.get_server_metadata())  # checked after the plugin
 
     loop.run(go())

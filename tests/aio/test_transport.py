@@ -21,6 +21,7 @@ import httpx
 import numpy as np
 import pytest
 import tritonclient.http.aio as ref_aio
+from client._scripted import closed_port, full_backlog_port
 from client.test_transport import certificate  # noqa: F401  (fixture)
 
 import tritonhttp
@@ -32,17 +33,12 @@ from ._servers import (
     SSE_HEAD,
     STREAM_CASES,
     answer_ok,
+    check_stream_case,
     event,
     run,
     serving,
     slow,
 )
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def int_inputs() -> list[aio.InferInput]:
@@ -93,7 +89,7 @@ def test_constructed_outside_a_loop_and_bound_to_the_loop_that_uses_it() -> None
 def test_a_client_moves_on_when_its_loop_is_gone() -> None:
     """Used by one ``asyncio.run`` and then another: the first loop's connections went
     with it (here the server closed them), the client binds to the new loop."""
-    from client.test_transport import serving as thread_serving
+    from client._scripted import serving as thread_serving
 
     def answer_and_close(conn: socket.socket, index: int, request: bytes) -> bool:
         conn.sendall(OK_JSON)
@@ -183,38 +179,20 @@ def test_connection_refused() -> None:
 
 
 def test_connect_timeout() -> None:
-    # A listening socket whose backlog is full drops further SYNs: connect() hangs.
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(0)
-        port = listener.getsockname()[1]
-        fillers = []
-        try:
-            for _ in range(8):
-                s = socket.socket()
-                s.setblocking(False)
-                with contextlib.suppress(BlockingIOError):
-                    s.connect(("127.0.0.1", port))
-                fillers.append(s)
+    async def go(port: int) -> None:
+        async with aio.InferenceServerClient(f"127.0.0.1:{port}", connect_timeout=0.3) as client:
+            start = time.monotonic()
+            try:
+                await client.get_server_metadata()
+            except _errors.ConnectTimeout as e:
+                assert isinstance(e, asyncio.TimeoutError)
+            except (_errors.TransportError, _errors.ServerError):
+                pytest.skip("this kernel does not drop SYNs on a full backlog")
+            assert time.monotonic() - start < 3
+            assert client._transport.open_connections == 0
 
-            async def go() -> None:
-                async with aio.InferenceServerClient(
-                    f"127.0.0.1:{port}", connect_timeout=0.3
-                ) as client:
-                    start = time.monotonic()
-                    try:
-                        await client.get_server_metadata()
-                    except _errors.ConnectTimeout as e:
-                        assert isinstance(e, asyncio.TimeoutError)
-                    except (_errors.TransportError, _errors.ServerError):
-                        pytest.skip("this kernel does not drop SYNs on a full backlog")
-                    assert time.monotonic() - start < 3
-                    assert client._transport.open_connections == 0
-
-            run(go())
-        finally:
-            for s in fillers:
-                s.close()
+    with full_backlog_port() as port:
+        run(go(port))
 
 
 # -- timeouts ------------------------------------------------------------------------------
@@ -717,14 +695,9 @@ def test_streams_that_go_wrong_raise_clearly(
         async with serving(_stream_server(*pieces)) as server:
             async with aio.InferenceServerClient(server.url, read_timeout=5) as client:
                 seen, raised = await asyncio.wait_for(_collect(client), 10)
-                assert seen == events
-                if error is None:
-                    assert raised is None
-                else:
-                    assert isinstance(raised, error), raised
-                    assert text is not None and text in str(raised)
-                    if isinstance(raised, _errors.TransportError):  # else: a complete answer
-                        assert client._transport.open_connections == 0
+                check_stream_case(seen, raised, events, error, text)
+                if isinstance(raised, _errors.TransportError):  # else: a complete answer
+                    assert client._transport.open_connections == 0
             async with httpx.AsyncClient() as http:  # the same through httpx
                 client = aio.InferenceServerClient(server.url, http_client=http)
                 seen, raised = await asyncio.wait_for(_collect(client), 10)

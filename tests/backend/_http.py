@@ -2,41 +2,21 @@
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from server._wire import Reply, exchange
 
-@dataclass
-class Reply:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    def events(self) -> list[Any]:
-        """The ``data:`` events of a server-sent-event body."""
-        return [
-            json.loads(c[6:]) for c in self.body.decode().split("\n\n") if c.startswith("data: ")
-        ]
-
-
-def exchange(
-    url: str, method: str, path: str, body: bytes | str = b"", timeout: float = 60
-) -> Reply:
-    host, port = url.rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
-    try:
-        data = body.encode() if isinstance(body, str) else body
-        conn.request(method, path, body=data if (data or method == "POST") else None)
-        r = conn.getresponse()
-        return Reply(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
-    finally:
-        conn.close()
+__all__ = [
+    "Reply",
+    "exchange",
+    "infer",
+    "infer_body",
+    "instance_agnostic",
+    "mode_call",
+    "output",
+]
 
 
 def infer_body(*inputs: tuple[str, str, list[int], list[Any]], **extra: Any) -> str:

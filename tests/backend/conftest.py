@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _pool import ServerPool
 
 from tritonhttp.server import _launch
 
@@ -21,18 +22,9 @@ Start = Callable[..., _launch.BundledServer]
 @pytest.fixture(scope="module")
 def servers() -> Iterator[Start]:
     """``servers(repo, *flags)``: our server, started once per module and flag set."""
-    running: dict[tuple[str, tuple[str, ...]], _launch.BundledServer] = {}
-
-    def start(repo: Path | str, *flags: str) -> _launch.BundledServer:
-        key = (str(repo), flags)
-        server = running.get(key)
-        if server is None or server.process.poll() is not None:
-            server = running[key] = _launch.start(repo, *flags)
-        return server
-
-    yield start
-    for server in running.values():
-        server.stop()
+    pool = ServerPool(_launch.start)
+    yield pool
+    pool.stop()
 
 
 @pytest.fixture(scope="module", params=ISOLATIONS)

@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ._http import instance_agnostic, mode_call
-from .conftest import REPOS, Start
+from .conftest import Start
 
-REPO = REPOS / "backend_bls"
 EXPLICIT = ("--model-control-mode=explicit", "--load-model=caller", "--load-model=echo_params",
             "--load-model=dec_square")  # fmt: skip
 
@@ -36,40 +36,46 @@ RECORDED = {
 
 
 @pytest.fixture(scope="module")
-def real(real_triton_factory: Any) -> Any:
-    return real_triton_factory(REPO)
+def repo(model_repo: Any) -> Path:
+    """``tests/repos/backend_bls``, materialised."""
+    return Path(model_repo("backend_bls"))
+
+
+@pytest.fixture(scope="module")
+def real(real_triton_factory: Any, repo: Path) -> Any:
+    return real_triton_factory(repo)
 
 
 @pytest.mark.real_triton
 @pytest.mark.parametrize("mode", CALLER_MODES)
-def test_exec_matches_triton(real: Any, ours: Start, mode: int) -> None:
-    got = mode_call(ours(REPO).url, "caller", mode)
+def test_exec_matches_triton(real: Any, ours: Start, repo: Path, mode: int) -> None:
+    got = mode_call(ours(repo).url, "caller", mode)
     assert instance_agnostic(got) == instance_agnostic(mode_call(real.url, "caller", mode))
 
 
 @pytest.mark.parametrize("mode", sorted(RECORDED))
-def test_model_control_errors_match_triton(ours: Start, mode: int) -> None:
-    got = mode_call(ours(REPO).url, "caller", mode)
+def test_model_control_errors_match_triton(ours: Start, repo: Path, mode: int) -> None:
+    got = mode_call(ours(repo).url, "caller", mode)
     assert instance_agnostic(got) == {"exception": RECORDED[mode]}
-    assert mode_call(ours(REPO).url, "caller", 0)["outputs"]  # and the server carries on
+    assert mode_call(ours(repo).url, "caller", 0)["outputs"]  # and the server carries on
 
 
 @pytest.mark.real_triton
 @pytest.mark.parametrize("mode", range(17))
-def test_async_exec_matches_triton(real: Any, ours: Start, mode: int) -> None:
-    got = mode_call(ours(REPO).url, "caller_async", mode)
+def test_async_exec_matches_triton(real: Any, ours: Start, repo: Path, mode: int) -> None:
+    got = mode_call(ours(repo).url, "caller_async", mode)
     assert got == mode_call(real.url, "caller_async", mode)
 
 
 @pytest.mark.real_triton
-def test_bls_outside_execute_is_refused(real: Any, ours: Start) -> None:
-    got = mode_call(ours(REPO).url, "bls_in_init", 0)
+def test_bls_outside_execute_is_refused(real: Any, ours: Start, repo: Path) -> None:
+    got = mode_call(ours(repo).url, "bls_in_init", 0)
     assert got == mode_call(real.url, "bls_in_init", 0)
     assert got == "BLS is only supported during the 'execute' function."
 
 
-def test_results_in_detail(ours: Start) -> None:
-    url = ours(REPO).url
+def test_results_in_detail(ours: Start, repo: Path) -> None:
+    url = ours(repo).url
     assert mode_call(url, "caller", 0) == {
         "outputs": {"OUTPUT0": [0.0, 1.0, 2.0, 3.0], "OUTPUT1": [2.0, 3.0, 4.0, 5.0]}
     }
@@ -87,10 +93,10 @@ def test_results_in_detail(ours: Start) -> None:
 
 
 @pytest.mark.real_triton
-def test_model_control_in_explicit_mode(real_triton_factory: Any, ours: Start) -> None:
+def test_model_control_in_explicit_mode(real_triton_factory: Any, ours: Start, repo: Path) -> None:
     """load_model / is_model_ready / unload_model from a model, and BLS into the model it
     loaded."""
-    servers = [real_triton_factory(REPO, *EXPLICIT), ours(REPO, *EXPLICIT)]
+    servers = [real_triton_factory(repo, *EXPLICIT), ours(repo, *EXPLICIT)]
     steps: list[list[Any]] = []
     for server in servers:
         seen = [mode_call(server.url, "caller", 100)]  # add_sub not loaded yet

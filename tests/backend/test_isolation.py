@@ -22,12 +22,17 @@ import pytest
 from tritonhttp.server import _launch
 
 from ._http import exchange, infer, infer_body, output
-from .conftest import REPOS, Start
+from .conftest import Start
 
-REPO = REPOS / "backend_isolation"
 PREFIX = f"thtest{os.getpid()}_"
 FLAGS = ("--backend-config=python,stub-timeout-seconds=2",
          f"--backend-config=python,shm-region-prefix-name={PREFIX}")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def repo(model_repo: Any) -> Path:
+    """``tests/repos/backend_isolation``, materialised."""
+    return Path(model_repo("backend_isolation"))
 
 
 def _ours_in_dev_shm() -> list[str]:
@@ -58,8 +63,8 @@ def _wait_pid(url: str, old: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def isolated(servers: Start) -> _launch.BundledServer:
-    return servers(REPO, *FLAGS)
+def isolated(servers: Start, repo: Path) -> _launch.BundledServer:
+    return servers(repo, *FLAGS)
 
 
 @pytest.mark.parametrize(
@@ -207,8 +212,8 @@ def test_two_instances_run_in_parallel(isolated: _launch.BundledServer) -> None:
         assert cpu / wall > 1.2, tries  # more than one core's worth of CPU at once
 
 
-def test_in_process_sys_exit_is_an_error_not_an_exit(servers: Start) -> None:
-    server = servers(REPO, "--python-isolation=in-process")
+def test_in_process_sys_exit_is_an_error_not_an_exit(servers: Start, repo: Path) -> None:
+    server = servers(repo, "--python-isolation=in-process")
     r = _crash(server.url, 2)
     assert r.status == 500
     assert r.json()["error"].startswith(
@@ -223,8 +228,10 @@ def test_in_process_sys_exit_is_an_error_not_an_exit(servers: Start) -> None:
     ("shm-region-prefix-name=", "shm-region-prefix-name must at least contain one character."),
     ("stub-timeout-seconds=0", "stub-timeout-seconds can't be smaller than or equal to zero."),
 ])  # fmt: skip
-def test_backend_option_errors_fail_the_load(servers: Start, flag: str, message: str) -> None:
-    server = servers(REPO, "--model-control-mode=explicit", f"--backend-config=python,{flag}")
+def test_backend_option_errors_fail_the_load(
+    servers: Start, repo: Path, flag: str, message: str
+) -> None:
+    server = servers(repo, "--model-control-mode=explicit", f"--backend-config=python,{flag}")
     r = exchange(server.url, "POST", "/v2/repository/models/healthy/load")
     assert r.status == 400
     assert r.json()["error"] == (
@@ -233,8 +240,8 @@ def test_backend_option_errors_fail_the_load(servers: Start, flag: str, message:
     )
 
 
-def test_small_arena_grows_in_growth_steps(servers: Start) -> None:
-    server = servers(REPO, "--backend-config=python,shm-default-byte-size=1048576",
+def test_small_arena_grows_in_growth_steps(servers: Start, repo: Path) -> None:
+    server = servers(repo, "--backend-config=python,shm-default-byte-size=1048576",
                      "--backend-config=python,shm-growth-byte-size=65536",
                      f"--backend-config=python,shm-region-prefix-name={PREFIX}g_")  # fmt: skip
     values = list(range(600_000))
@@ -243,9 +250,9 @@ def test_small_arena_grows_in_growth_steps(servers: Start) -> None:
     assert r.status == 200 and output(r, "F")[-1] == 599_999.0
 
 
-def test_no_segment_outlives_a_killed_server(tmp_path: Path) -> None:
+def test_no_segment_outlives_a_killed_server(tmp_path: Path, repo: Path) -> None:
     prefix = f"thkill{os.getpid()}_"
-    server = _launch.start(REPO, f"--backend-config=python,shm-region-prefix-name={prefix}")
+    server = _launch.start(repo, f"--backend-config=python,shm-region-prefix-name={prefix}")
     try:
         big = ("F", "FP32", [100_000], [1.0] * 100_000)
         assert infer(server.url, "identity", big).status == 200

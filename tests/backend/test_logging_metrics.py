@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ._http import exchange, infer, mode_call
-from .conftest import REPOS, Start
+from .conftest import Start
 
-REPO = REPOS / "backend_metrics"
 LINE = re.compile(r'^([IWEV])\d{4} [\d:.]+ (\d+) (\S+):(\d+)\] "(.*)"$', re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def repo(model_repo: Any) -> Path:
+    """``tests/repos/backend_metrics``, materialised."""
+    return Path(model_repo("backend_metrics"))
 
 
 def _lines(log: str, where: str) -> list[tuple[str, str, str]]:
@@ -27,8 +33,8 @@ def _wait_for(server: Any, text: str) -> None:
 
 
 @pytest.mark.real_triton
-def test_logger_lines_match_triton(real_triton_factory: Any, ours: Start) -> None:
-    real, server = real_triton_factory(REPO), ours(REPO)
+def test_logger_lines_match_triton(real_triton_factory: Any, ours: Start, repo: Path) -> None:
+    real, server = real_triton_factory(repo), ours(repo)
     got = []
     for s in (real, server):
         before = len(s.log())
@@ -44,15 +50,15 @@ def test_logger_lines_match_triton(real_triton_factory: Any, ours: Start) -> Non
     assert pid == server.process.pid  # the server's pid, as Triton prints it
 
 
-def test_verbose_lines_need_log_verbose(ours: Start) -> None:
-    server = ours(REPO, "--log-verbose=1")
+def test_verbose_lines_need_log_verbose(ours: Start, repo: Path) -> None:
+    server = ours(repo, "--log-verbose=1")
     infer(server.url, "logging", ("INPUT0", "BYTES", [1], ["x"]))
     _wait_for(server, "execute: Specific Msg!")
     assert ("V", "model.py", "execute: Verbose Msg!") in _lines(server.log(), "execute")
 
 
-def test_log_settings_apply_to_models(ours: Start) -> None:
-    server = ours(REPO, "--log-warning=false")
+def test_log_settings_apply_to_models(ours: Start, repo: Path) -> None:
+    server = ours(repo, "--log-warning=false")
     assert exchange(server.url, "POST", "/v2/logging", '{"log_info":false}').status == 200
     infer(server.url, "logging", ("INPUT0", "BYTES", [1], ["x"]))
     _wait_for(server, "execute: Error Msg!")
@@ -61,8 +67,8 @@ def test_log_settings_apply_to_models(ours: Start) -> None:
     exchange(server.url, "POST", "/v2/logging", '{"log_info":true}')
 
 
-def test_finalize_logs_reach_the_log_on_unload(ours: Start) -> None:
-    server = ours(REPO, "--model-control-mode=explicit", "--load-model=logging")
+def test_finalize_logs_reach_the_log_on_unload(ours: Start, repo: Path) -> None:
+    server = ours(repo, "--model-control-mode=explicit", "--load-model=logging")
     exchange(server.url, "POST", "/v2/repository/models/logging/unload")
     _wait_for(server, "finalize: Specific Msg!")
     assert ("E", "model.py", "finalize: Error Msg!") in _lines(server.log(), "finalize")
@@ -115,8 +121,8 @@ EXPECTED = {
 }  # fmt: skip
 
 
-def test_metric_checks(servers: Start, isolation: str) -> None:
-    server = servers(REPO, f"--python-isolation={isolation}", "--model-control-mode=explicit",
+def test_metric_checks(servers: Start, repo: Path, isolation: str) -> None:
+    server = servers(repo, f"--python-isolation={isolation}", "--model-control-mode=explicit",
                      "--load-model=metrics_checks")  # fmt: skip
     assert mode_call(server.url, "metrics_checks", 0) == EXPECTED
     text = exchange(server.metrics_url, "GET", "/metrics").body.decode()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import importlib.metadata
+from typing import Any
 
 import pytest
 
-from .conftest import EXAMPLES, REPOS
+from .conftest import EXAMPLES
 
 pytest_plugins = ["pytester"]
 
@@ -55,10 +56,9 @@ def test_registered_as_a_pytest_plugin() -> None:
     assert "tritonhttp.testing.pytest_plugin" in names
 
 
-def test_fixtures_in_a_test_suite(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        INNER.format(examples=str(EXAMPLES), isolation_repo=str(REPOS / "backend_isolation"))
-    )
+def test_fixtures_in_a_test_suite(pytester: pytest.Pytester, model_repo: Any) -> None:
+    isolation_repo = model_repo("backend_isolation")
+    pytester.makepyfile(INNER.format(examples=str(EXAMPLES), isolation_repo=str(isolation_repo)))
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
     result.assert_outcomes(passed=5)
 

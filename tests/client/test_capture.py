@@ -10,11 +10,9 @@ identical except for the documented differences:
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import re
 import socket
-import threading
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -28,6 +26,8 @@ from tritonclient.http.auth import BasicAuth as RefBasicAuth
 
 import tritonhttp
 from tritonhttp.auth import BasicAuth
+
+from ._scripted import ScriptedServer, serving
 
 _INFER_HEADER = (
     b'{"model_name":"m","model_version":"1","outputs":['
@@ -72,76 +72,16 @@ def answer(head: bytes) -> bytes:
     return _response("200 OK", b'{"name":"m","value":"\\u00e9"}')
 
 
-class CaptureServer:
-    """Records the raw bytes of every request; one thread per connection."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.requests: list[bytes] = []
-        self.lock = threading.Lock()
-        self.connections: list[socket.socket] = []
-        self.threads: list[threading.Thread] = []
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections.append(conn)
-            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            self.threads.append(t)
-            t.start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        buf = b""
-        with conn:
-            while True:
-                try:
-                    data = conn.recv(1 << 20)
-                except OSError:
-                    return
-                if not data:
-                    return
-                buf += data
-                while b"\r\n\r\n" in buf:
-                    head, rest = buf.split(b"\r\n\r\n", 1)
-                    match = re.search(rb"(?im)^content-length:\s*(\d+)", head)
-                    length = int(match.group(1)) if match else 0
-                    if len(rest) < length:
-                        break
-                    with self.lock:
-                        self.requests.append(head + b"\r\n\r\n" + rest[:length])
-                    buf = rest[length:]
-                    conn.sendall(answer(head))
-
-    def take(self) -> list[bytes]:
-        with self.lock:
-            out, self.requests = self.requests, []
-        return out
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
-        self.sock.close()
-        for conn in self.connections:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        for t in self.threads:
-            t.join(5)
-        self.thread.join(5)
+def _answer(conn: socket.socket, index: int, request: bytes) -> bool:
+    conn.sendall(answer(request.partition(b"\r\n\r\n")[0]))
+    return True
 
 
 @pytest.fixture(scope="module")
-def capture() -> Iterator[CaptureServer]:
-    server = CaptureServer()
-    yield server
-    server.close()
+def capture() -> Iterator[ScriptedServer]:
+    """Records the raw bytes of every request and answers it with a canned response."""
+    with serving(_answer) as server:
+        yield server
 
 
 _UA = re.compile(rb"\r\nUser-Agent: (python/gevent-http-client-[\d.]+|tritonhttp/[^\r]+)\r\n")
@@ -290,7 +230,7 @@ def _client(module: Any, port: int, base: str = "", plugin: Any = None) -> Any:
 
 
 def _record(
-    capture: CaptureServer, module: Any, scenario: Callable[[Any, Any], Any], **kw: Any
+    capture: ScriptedServer, module: Any, scenario: Callable[[Any, Any], Any], **kw: Any
 ) -> tuple[list[bytes], Any]:
     from .conftest import run
 
@@ -319,7 +259,7 @@ _NEEDS_GEVENT_26 = {
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_request_bytes_match_tritonclient(capture: CaptureServer, name: str) -> None:
+def test_request_bytes_match_tritonclient(capture: ScriptedServer, name: str) -> None:
     if name in _NEEDS_GEVENT_26 and not _GEVENT_26:
         pytest.skip(f"reference bytes need geventhttpclient 2.6 ({geventhttpclient.__version__})")
     scenario = SCENARIOS[name]
@@ -331,7 +271,7 @@ def test_request_bytes_match_tritonclient(capture: CaptureServer, name: str) -> 
 
 
 @pytest.mark.parametrize("name", ["live", "infer_all_kinds", "load_config_files", "trace_get"])
-def test_base_path_and_plugins_match(capture: CaptureServer, name: str) -> None:
+def test_base_path_and_plugins_match(capture: ScriptedServer, name: str) -> None:
     scenario = SCENARIOS[name]
     for ours_plugin, ref_plugin in (
         (BasicAuth("user", "p\u0040ss:word"), RefBasicAuth("user", "p\u0040ss:word")),
@@ -343,7 +283,7 @@ def test_base_path_and_plugins_match(capture: CaptureServer, name: str) -> None:
         assert ours[0].split(b" ")[1].startswith(b"/base/x/v2")
 
 
-def test_headers_dict_is_never_modified(capture: CaptureServer) -> None:
+def test_headers_dict_is_never_modified(capture: ScriptedServer) -> None:
     headers = {"X-A": "1"}
     with _client(tritonhttp, capture.port, plugin=BasicAuth("u", "p")) as c:
         c.infer("m", _inputs(tritonhttp), headers=headers, request_compression_algorithm="gzip")

@@ -8,9 +8,6 @@ included) or the same exception (``str``, status, message).
 from __future__ import annotations
 
 import contextlib
-import uuid
-from collections.abc import Iterator
-from multiprocessing import shared_memory
 from pathlib import Path
 from typing import Any
 
@@ -21,77 +18,39 @@ import tritonclient.http as ref_http
 
 import tritonhttp
 
+from ._scenarios import (
+    BAD_REQUESTS,
+    DTYPES,
+    ENDPOINTS,
+    F32,
+    INT_VERSIONS,
+    LOG_UPDATES,
+    PLUGGED_CALLS,
+    TRACE_UPDATES,
+    add_sub,
+    add_sub_inputs,
+    add_sub_json,
+    chunking_plugin,
+    classification,
+    compressed,
+    every_request_option,
+    many_short_strings,
+    model_error,
+    region,
+    shm_add_sub_io,
+    shm_round_trip_answer,
+    string_sequence_id,
+)
 from .conftest import Pair
 
 pytestmark = pytest.mark.real_triton
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
-F32 = np.arange(4, dtype=np.float32)
-DTYPES = {
-    "BOOL": np.array([True, False, True]),
-    "UINT8": np.array([0, 1, 255], np.uint8),
-    "UINT16": np.array([0, 1, 65535], np.uint16),
-    "UINT32": np.array([0, 1, 2**32 - 1], np.uint32),
-    "UINT64": np.array([0, 1, 2**64 - 1], np.uint64),
-    "INT8": np.array([-128, 0, 127], np.int8),
-    "INT16": np.array([-(2**15), 0, 2**15 - 1], np.int16),
-    "INT32": np.array([-(2**31), 0, 2**31 - 1], np.int32),
-    "INT64": np.array([-(2**63), 0, 2**63 - 1], np.int64),
-    "FP16": np.array([0.5, -1.25, 65504], np.float16),
-    "FP32": np.array([0.1, -2.5, 3.4e38], np.float32),
-    "FP64": np.array([0.1, -2.5, 1e300], np.float64),
-    "BF16": np.array([0.5, -1.25, 3.0], ml_dtypes.bfloat16),
-}
-
-
-def add_sub_inputs(m: Any, binary: bool = True) -> list[Any]:
-    return [
-        m.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(F32, binary_data=binary),
-        m.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(F32 * 2, binary_data=binary),
-    ]
-
-
 # -- health, metadata, configuration -----------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda m, c: c.is_server_live(),
-        lambda m, c: c.is_server_ready(),
-        lambda m, c: c.is_model_ready("add_sub"),
-        lambda m, c: c.is_model_ready("add_sub", "1"),
-        lambda m, c: c.is_model_ready("add_sub", "7"),
-        lambda m, c: c.is_model_ready("no_such_model"),
-        lambda m, c: c.is_model_ready("add_sub", 1),
-        lambda m, c: c.get_server_metadata(),
-        lambda m, c: c.get_model_metadata("add_sub"),
-        lambda m, c: c.get_model_metadata("add_sub", "1"),
-        lambda m, c: c.get_model_metadata("no_such_model"),
-        lambda m, c: c.get_model_metadata("add_sub", 1),
-        lambda m, c: c.get_model_config("simple"),
-        lambda m, c: c.get_model_config("simple", 1),
-        lambda m, c: c.get_model_config("no such model"),
-        lambda m, c: c.get_model_repository_index(),
-        lambda m, c: c.get_inference_statistics("no_such_model"),
-        lambda m, c: c.get_inference_statistics("add_sub", 1),
-        lambda m, c: c.get_trace_settings(),
-        lambda m, c: c.get_trace_settings("add_sub"),
-        lambda m, c: c.get_log_settings(),
-        lambda m, c: c.get_system_shared_memory_status(),
-        lambda m, c: c.get_system_shared_memory_status("no_such_region"),
-        lambda m, c: c.get_cuda_shared_memory_status(),
-        lambda m, c: c.get_cuda_shared_memory_status("no_such_region"),
-        lambda m, c: c.unregister_system_shared_memory(),
-        lambda m, c: c.unregister_system_shared_memory("no_such_region"),
-        lambda m, c: c.unregister_cuda_shared_memory(),
-        lambda m, c: c.register_cuda_shared_memory("r", b"AAAA", 0, 16),
-        lambda m, c: c.load_model("add_sub"),  # polling mode: load is refused
-        lambda m, c: c.unload_model("add_sub", unload_dependents=True),
-        lambda m, c: c.get_server_metadata(headers={"X-Custom": "1"}, query_params={"a": [1, 2]}),
-    ],
-)
+@pytest.mark.parametrize("call", [*ENDPOINTS, *INT_VERSIONS])
 def test_endpoint_matches_tritonclient(pair: Pair, call: Any) -> None:
     pair.same(call)
 
@@ -107,30 +66,20 @@ def test_statistics_have_the_same_layout(pair: Pair) -> None:
 
 def test_trace_and_log_updates_round_trip(pair: Pair) -> None:
     before = pair.ours.get_log_settings()
-    pair.same(lambda m, c: c.update_log_settings({"log_verbose_level": 0}))
-    pair.same(lambda m, c: c.update_log_settings({"not_a_setting": 1}))
+    for update in LOG_UPDATES:
+        pair.same(update)
     assert pair.ours.get_log_settings() == before
-    pair.same(lambda m, c: c.update_trace_settings(settings={"trace_rate": "1000"}))
-    pair.same(lambda m, c: c.update_trace_settings("add_sub", {"trace_rate": None}))
-    pair.same(lambda m, c: c.update_trace_settings("no_such_model", {"trace_rate": "5"}))
+    for update in TRACE_UPDATES:
+        pair.same(update)
 
 
 # -- inference ---------------------------------------------------------------------------
 
 
 def test_add_sub_binary_and_json(pair: Pair) -> None:
-    out = pair.same(lambda m, c: c.infer("add_sub", add_sub_inputs(m)))
+    out = pair.same(add_sub)
     np.testing.assert_array_equal(out.value.as_numpy("OUTPUT0"), F32 * 3)
-    pair.same(
-        lambda m, c: c.infer(
-            "add_sub",
-            add_sub_inputs(m, binary=False),
-            outputs=[
-                m.InferRequestedOutput("OUTPUT0", binary_data=False),
-                m.InferRequestedOutput("OUTPUT1"),
-            ],
-        )
-    )
+    pair.same(add_sub_json)
 
 
 @pytest.mark.parametrize("datatype", sorted(DTYPES))
@@ -173,13 +122,7 @@ def test_bytes_identity(pair: Pair, binary: bool) -> None:
 
 
 def test_many_short_strings_and_fixed_width(pair: Pair) -> None:
-    strings = np.array([f"item-{i}".encode() for i in range(5000)], dtype=object)
-    pair.same(
-        lambda m, c: c.infer(
-            "identity_bytes",
-            [m.InferInput("INPUT0", [5000], "BYTES").set_data_from_numpy(strings)],
-        )
-    )
+    pair.same(many_short_strings)
     fixed = np.array([b"ab", b"c", b""], dtype="S2")
     pair.same(
         lambda m, c: c.infer(
@@ -189,46 +132,17 @@ def test_many_short_strings_and_fixed_width(pair: Pair) -> None:
 
 
 def test_classification_outputs(pair: Pair) -> None:
-    pair.same(
-        lambda m, c: c.infer(
-            "add_sub",
-            add_sub_inputs(m),
-            outputs=[
-                m.InferRequestedOutput("OUTPUT0", class_count=3),
-                m.InferRequestedOutput("OUTPUT1"),
-            ],
-        )
-    )
+    pair.same(classification)
 
 
 @pytest.mark.parametrize("algorithm", ["gzip", "deflate", "br", None])
 def test_request_and_response_compression(pair: Pair, algorithm: str | None) -> None:
-    pair.same(
-        lambda m, c: c.infer(
-            "add_sub",
-            add_sub_inputs(m),
-            request_compression_algorithm=algorithm,
-            response_compression_algorithm=algorithm,
-        )
-    )
+    pair.same(compressed(algorithm))
 
 
 def test_request_options(pair: Pair) -> None:
-    pair.same(
-        lambda m, c: c.infer(
-            "add_sub",
-            add_sub_inputs(m),
-            model_version="1",
-            request_id="req-\u00e9",
-            sequence_id=7,
-            sequence_start=True,
-            sequence_end=True,
-            priority=1,
-            timeout=100000,
-            parameters={"custom": "v", "n": 3, "f": 0.5, "b": True},
-        )
-    )
-    pair.same(lambda m, c: c.infer("add_sub", add_sub_inputs(m), sequence_id="corr-1"))
+    pair.same(every_request_option)
+    pair.same(string_sequence_id)
     pair.same(lambda m, c: c.infer("simple", simple_inputs(m), priority=1, timeout=10))
 
 
@@ -243,17 +157,8 @@ def simple_inputs(m: Any) -> list[Any]:
 @pytest.mark.parametrize(
     "call",
     [
-        lambda m, c: c.infer("add_sub", add_sub_inputs(m), parameters={"sequence_id": 1}),
-        lambda m, c: c.infer("add_sub", add_sub_inputs(m), parameters={"triton_x": 1}),
+        *BAD_REQUESTS,
         lambda m, c: c.infer("add_sub", add_sub_inputs(m), model_version=1),
-        lambda m, c: c.infer("add_sub", add_sub_inputs(m), model_version="9"),
-        lambda m, c: c.infer("no_such_model", add_sub_inputs(m)),
-        lambda m, c: c.infer("add_sub", add_sub_inputs(m)[:1]),
-        lambda m, c: c.infer("add_sub", [m.InferInput("INPUT0", [4], "FP32")] * 2),
-        lambda m, c: c.infer(
-            "add_sub", add_sub_inputs(m), outputs=[m.InferRequestedOutput("NOPE")]
-        ),
-        lambda m, c: c.infer("add_sub", add_sub_inputs(m), headers={"Transfer-Encoding": "x"}),
         lambda m, c: m.InferInput("I", [4], "FP32").set_data_from_numpy([1, 2, 3, 4]),
         lambda m, c: m.InferInput("I", [4], "FP32").set_data_from_numpy(np.zeros(4, np.int32)),
         lambda m, c: m.InferInput("I", [4], "BF16").set_data_from_numpy(F32),
@@ -275,12 +180,7 @@ def test_bad_requests_fail_like_tritonclient(pair: Pair, call: Any) -> None:
 
 @pytest.mark.parametrize("mode", [0, 1, 2, 9])
 def test_model_errors(pair: Pair, mode: int) -> None:
-    pair.same(
-        lambda m, c: c.infer(
-            "error_model",
-            [m.InferInput("MODE", [1], "INT32").set_data_from_numpy(np.array([mode], np.int32))],
-        )
-    )
+    pair.same(model_error(mode))
 
 
 def test_typed_server_errors(client: tritonhttp.InferenceServerClient) -> None:
@@ -368,17 +268,6 @@ def test_verbose_output_is_the_same(pair: Pair, capsys: pytest.CaptureFixture[st
 # -- shared memory (system) --------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def region(size: int) -> Iterator[tuple[str, shared_memory.SharedMemory]]:
-    key = f"tritonhttp_test_{uuid.uuid4().hex[:12]}"
-    shm = shared_memory.SharedMemory(name=key, create=True, size=size)
-    try:
-        yield "/" + key, shm
-    finally:
-        shm.close()
-        shm.unlink()
-
-
 def test_system_shared_memory_round_trip(pair: Pair) -> None:
     with region(64) as (key, shm):
         buf = np.ndarray((16,), np.float32, buffer=shm.buf)
@@ -390,20 +279,9 @@ def test_system_shared_memory_round_trip(pair: Pair) -> None:
             c.register_system_shared_memory(name, key, 64)
             try:
                 status = c.get_system_shared_memory_status(name)
-                inputs = [
-                    m.InferInput("INPUT0", [4], "FP32").set_shared_memory(name, 16),
-                    m.InferInput("INPUT1", [4], "FP32").set_shared_memory(name, 16, offset=16),
-                ]
-                out0 = m.InferRequestedOutput("OUTPUT0")
-                out0.set_shared_memory(name, 16, offset=32)
-                out1 = m.InferRequestedOutput("OUTPUT1", binary_data=False)
-                result = c.infer("add_sub", inputs, outputs=[out0, out1])
-                return (
-                    [{k: v for k, v in s.items() if k != "name"} for s in status],
-                    result.get_response(),
-                    result.as_numpy("OUTPUT1").tolist(),
-                    buf[8:12].tolist(),
-                )
+                inputs, outputs = shm_add_sub_io(m, name)
+                result = c.infer("add_sub", inputs, outputs=outputs)
+                return shm_round_trip_answer(status, result, buf)
             finally:
                 c.unregister_system_shared_memory(name)
 
@@ -461,20 +339,10 @@ def test_plugins_on_real_triton(pair: Pair) -> None:
     pair.ref.register_plugin(RefBasicAuth("user", "secret"))
     pair.same(lambda m, c: type(c.plugin()).__name__)
     pair.same(lambda m, c: c.register_plugin(object()))
-    headers = {"X-Trace": "1"}
-    pair.same(lambda m, c: c.infer("add_sub", add_sub_inputs(m), headers=dict(headers)))
-    pair.same(lambda m, c: c.is_server_ready(headers=dict(headers)))
+    for call in PLUGGED_CALLS:
+        pair.same(call)
     pair.same(lambda m, c: c.unregister_plugin())
     pair.same(lambda m, c: c.plugin())
-
-    class Failing(tritonhttp.InferenceServerClientPlugin):
-        def __call__(self, request: tritonhttp.Request) -> None:
-            request.headers["Transfer-Encoding"] = "chunked"
-
-    class RefFailing(ref_http.InferenceServerClientPlugin):
-        def __call__(self, request: Any) -> None:
-            request.headers["Transfer-Encoding"] = "chunked"
-
-    pair.ours.register_plugin(Failing())
-    pair.ref.register_plugin(RefFailing())
+    pair.ours.register_plugin(chunking_plugin(tritonhttp.InferenceServerClientPlugin))
+    pair.ref.register_plugin(chunking_plugin(ref_http.InferenceServerClientPlugin))
     pair.same(lambda m, c: c.get_server_metadata())  # validated after the plugin ran

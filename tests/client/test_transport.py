@@ -6,7 +6,6 @@ same scenario where its behaviour is the reference.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import pickle
 import re
@@ -17,7 +16,7 @@ import subprocess
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,115 +27,14 @@ import tritonclient.http as ref_http
 import tritonhttp
 from tritonhttp import _errors
 
-Handler = Callable[[socket.socket, int, bytes], bool]  # -> keep the connection open?
-
-OK_JSON = b'HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{"name":"ok"}'
-
-
-def read_request(conn: socket.socket, buf: bytearray) -> bytes | None:
-    """One whole request from ``conn`` (None when the client closed)."""
-    while b"\r\n\r\n" not in buf:
-        data = conn.recv(65536)
-        if not data:
-            return None
-        buf += data
-    head, _, _ = bytes(buf).partition(b"\r\n\r\n")
-    match = re.search(rb"(?im)^content-length:\s*(\d+)", head)
-    total = len(head) + 4 + (int(match.group(1)) if match else 0)
-    while len(buf) < total:
-        data = conn.recv(65536)
-        if not data:
-            return None
-        buf += data
-    request = bytes(buf[:total])
-    del buf[:total]
-    return request
-
-
-class ScriptedServer:
-    """Calls ``handler(conn, index_on_connection, request)`` for every request."""
-
-    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
-        self.handler = handler
-        self.tls = tls
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(32)
-        self.port = self.sock.getsockname()[1]
-        self.url = f"127.0.0.1:{self.port}"
-        self.connections = 0
-        self.requests: list[bytes] = []
-        self.open: list[socket.socket] = []
-        self.threads = [threading.Thread(target=self._accept, daemon=True)]
-        self.threads[0].start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            self.threads.append(t)
-            t.start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        try:
-            if self.tls is not None:
-                conn = self.tls.wrap_socket(conn, server_side=True)
-        except (OSError, ssl.SSLError):
-            conn.close()
-            return
-        self.open.append(conn)
-        buf = bytearray()
-        index = 0
-        with conn:
-            while True:
-                try:
-                    request = read_request(conn, buf)
-                except OSError:
-                    return
-                if request is None:
-                    return
-                self.requests.append(request)
-                try:
-                    if not self.handler(conn, index, request):
-                        return
-                except OSError:
-                    return
-                index += 1
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
-        self.sock.close()
-        for conn in self.open:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        for t in self.threads:
-            t.join(5)
-
-
-@contextlib.contextmanager
-def serving(handler: Handler, tls: ssl.SSLContext | None = None) -> Iterator[ScriptedServer]:
-    server = ScriptedServer(handler, tls)
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-def answer_ok(conn: socket.socket, index: int, request: bytes) -> bool:
-    conn.sendall(OK_JSON)
-    return True
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
+from ._scripted import (
+    OK_JSON,
+    ScriptedServer,
+    answer_ok,
+    closed_port,
+    full_backlog_port,
+    serving,
+)
 
 # -- unreachable servers and timeouts ----------------------------------------------------
 
@@ -187,33 +85,18 @@ def test_silent_server_times_out_instead_of_hanging() -> None:
 
 
 def test_connect_timeout() -> None:
-    # A listening socket whose backlog is full drops further SYNs: connect() hangs.
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(0)
-        port = listener.getsockname()[1]
-        fillers = []
+    with (
+        full_backlog_port() as port,
+        tritonhttp.InferenceServerClient(f"127.0.0.1:{port}", connection_timeout=0.3) as client,
+    ):
+        start = time.monotonic()
         try:
-            for _ in range(8):
-                s = socket.socket()
-                s.setblocking(False)
-                with contextlib.suppress(BlockingIOError):
-                    s.connect(("127.0.0.1", port))
-                fillers.append(s)
-            with tritonhttp.InferenceServerClient(
-                f"127.0.0.1:{port}", connection_timeout=0.3
-            ) as client:
-                start = time.monotonic()
-                try:
-                    client.get_server_metadata()
-                except _errors.ConnectTimeout:
-                    pass
-                except (_errors.TransportError, _errors.ServerError):
-                    pytest.skip("this kernel does not drop SYNs on a full backlog")
-                assert time.monotonic() - start < 3
-        finally:
-            for s in fillers:
-                s.close()
+            client.get_server_metadata()
+        except _errors.ConnectTimeout:
+            pass
+        except (_errors.TransportError, _errors.ServerError):
+            pytest.skip("this kernel does not drop SYNs on a full backlog")
+        assert time.monotonic() - start < 3
 
 
 def test_use_after_close_is_a_runtime_error() -> None:

@@ -19,8 +19,6 @@ from typing import Any
 
 from server._wire import Reply, exchange
 
-REPO = Path(__file__).parent.parent / "repos" / "sched_models"
-
 #: time for real Triton's batcher thread to act on a request it has counted as pending
 SETTLE = 0.1
 

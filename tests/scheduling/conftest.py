@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ._probe import REPO, Probe
+from ._probe import Probe
 
 CACHE_SIZE = 1 << 20
 
@@ -26,15 +26,29 @@ def sched_scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("sched-gates")
 
 
+ProbePair = Callable[..., dict[str, Probe]]
+
+
 @pytest.fixture(scope="session")
-def probes(
-    real_triton_factory: Any, bundled_server_factory: Any, sched_scratch: Path
-) -> Iterator[dict[str, Probe]]:
+def probe_pair(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any, sched_scratch: Path
+) -> ProbePair:
+    """``probe_pair(repo_name, *flags, tag="")``: ``{"triton": ..., "ours": ...}`` serving
+    ``tests/repos/<repo_name>`` with ``flags``."""
+
+    def pair(repo_name: str, *flags: str, tag: str = "") -> dict[str, Probe]:
+        repo = model_repo(repo_name)
+        real = real_triton_factory(repo, *flags)
+        ours = bundled_server_factory(repo, *flags)
+        return {
+            "triton": Probe(real, sched_scratch, f"triton{tag}"),
+            "ours": Probe(ours, sched_scratch, f"ours{tag}"),
+        }
+
+    return pair
+
+
+@pytest.fixture(scope="session")
+def probes(probe_pair: ProbePair) -> dict[str, Probe]:
     """``{"triton": ..., "ours": ...}`` serving ``tests/repos/sched_models``."""
-    args = server_args()
-    real = real_triton_factory(REPO, *args)
-    ours = bundled_server_factory(REPO, *args)
-    yield {
-        "triton": Probe(real, sched_scratch, "triton"),
-        "ours": Probe(ours, sched_scratch, "ours"),
-    }
+    return probe_pair("sched_models", *server_args())

@@ -4,8 +4,6 @@ and metrics, least-recently-used eviction; and where this server deliberately di
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +12,6 @@ from ._probe import Probe, counts, info, metric_counts, outcome
 
 pytestmark = pytest.mark.real_triton
 
-SMALL_REPO = Path(__file__).parent.parent / "repos" / "sched_cache"
 #: room for two 40 kB responses, not three
 SMALL_CACHE = 100_000
 WIDE = 10_000
@@ -110,18 +107,11 @@ def test_where_our_cache_differs(probes: dict[str, Probe]) -> None:
 
 
 @pytest.fixture(scope="module")
-def small_probes(
-    real_triton_factory: Any, bundled_server_factory: Any, sched_scratch: Path
-) -> Iterator[dict[str, Probe]]:
+def small_probes(probe_pair: Any) -> dict[str, Probe]:
     from .conftest import server_args
 
     args = (*server_args()[:1], f"--cache-config=local,size={SMALL_CACHE}")
-    real = real_triton_factory(SMALL_REPO, *args)
-    ours = bundled_server_factory(SMALL_REPO, *args)
-    yield {
-        "triton": Probe(real, sched_scratch, "triton-lru"),
-        "ours": Probe(ours, sched_scratch, "ours-lru"),
-    }
+    return probe_pair("sched_cache", *args, tag="-lru")
 
 
 def test_least_recently_used_entries_are_evicted(small_probes: dict[str, Probe]) -> None:

@@ -8,9 +8,23 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+#: the tensors of tests/models/add_sub, as a JSON model configuration lists them
+ADD_SUB_IO: dict[str, Any] = {
+    "input": [
+        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+    ],
+    "output": [
+        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+    ],
+}
 
-@dataclass
+
+@dataclass(repr=False)
 class Reply:
+    """Status, lower-cased headers and body of one HTTP exchange."""
+
     status: int
     headers: dict[str, str]
     body: bytes
@@ -20,8 +34,22 @@ class Reply:
         return self.headers.get("content-type")
 
     def json(self) -> Any:
+        """The JSON body (the JSON header of a binary-data body)."""
         n = int(self.headers.get("inference-header-content-length", len(self.body)))
         return json.loads(self.body[:n])
+
+    def events(self) -> list[Any]:
+        """The ``data:`` events of a server-sent-event body."""
+        return [
+            json.loads(c[6:]) for c in self.body.decode().split("\n\n") if c.startswith("data: ")
+        ]
+
+    def key(self) -> tuple[int, str | None, bytes]:
+        """What a differential comparison looks at."""
+        return (self.status, self.content_type, self.body)
+
+    def __repr__(self) -> str:
+        return f"Reply({self.status}, {self.content_type}, {self.body[:300]!r})"
 
 
 def exchange(
@@ -30,8 +58,9 @@ def exchange(
     path: str,
     body: bytes | str = b"",
     headers: dict[str, str] | None = None,
-    timeout: float = 30.0,
+    timeout: float = 60.0,
 ) -> Reply:
+    """One request on a fresh connection (``url`` is ``host:port``)."""
     host, port = url.rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
     try:

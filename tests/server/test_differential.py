@@ -34,6 +34,21 @@ def add_with(**changes: Any) -> str:
     return j(doc)
 
 
+def tensor(name: str, datatype: str, shape: list[int], data: Any) -> dict[str, Any]:
+    """One JSON input tensor."""
+    return {"name": name, "datatype": datatype, "shape": shape, "data": data}
+
+
+def inputs(*tensors: dict[str, Any], **fields: Any) -> str:
+    """A JSON infer body: ``tensors`` as its inputs, then the other top-level ``fields``."""
+    return j({"inputs": list(tensors), **fields})
+
+
+def input0(**changes: Any) -> str:
+    """ADD with these fields of INPUT0 changed (or added)."""
+    return inputs({**ADD["inputs"][0], **changes}, ADD["inputs"][1])
+
+
 def raw_tokens(name: str, datatype: str, tokens: str) -> str:
     """An identity_all request whose data are JSON tokens as written (``NaN,-Inf``...)."""
     shape = tokens.count(",") + 1
@@ -66,8 +81,22 @@ _bin_all_types, _bin_all_types_h = binary_request(
         "OUT_BOOL", "OUT_UINT64", "OUT_INT64", "OUT_FP32", "OUT_FP16", "OUT_BF16", "OUT_STRING")],
 )  # fmt: skip
 
-# (id, method, path, body, headers)
-CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
+#: (id, method, path, body, headers)
+Case = tuple[str, str, str, str | bytes, dict[str, str]]
+
+
+def post(case_id: str, path: str, body: str | bytes, headers: dict[str, str] | None = None) -> Case:
+    return (case_id, "POST", path, body, headers if headers is not None else {})
+
+
+def infer(
+    case_id: str, model: str, body: str | bytes, headers: dict[str, str] | None = None
+) -> Case:
+    """A POST to ``model``'s infer endpoint."""
+    return post(case_id, f"/v2/models/{model}/infer", body, headers)
+
+
+CASES: list[Case] = [
     # health, metadata, routing
     ("live", "GET", "/v2/health/live", "", {}),
     ("ready", "GET", "/v2/health/ready", "", {}),
@@ -126,96 +155,45 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
     ("infer-get", "GET", "/v2/models/add_sub/infer", "", {}),
     ("infer-unknown", "POST", "/v2/models/nope/infer", j(ADD), {}),
     ("infer-bad-ver", "POST", "/v2/models/add_sub/versions/3/infer", j(ADD), {}),
-    (
-        "infer-huge-ver",
-        "POST",
-        "/v2/models/add_sub/versions/99999999999999999999/infer",
-        j(ADD),
-        {},
-    ),
-    (
+    post("infer-huge-ver", "/v2/models/add_sub/versions/99999999999999999999/infer", j(ADD)),
+    infer(
         "infer-outputs-order",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(outputs=[{"name": "OUTPUT1"}, {"name": "OUTPUT0"}]),
-        {},
     ),
-    (
-        "infer-outputs-one",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(outputs=[{"name": "OUTPUT1"}]),
-        {},
-    ),
+    infer("infer-outputs-one", "add_sub", add_with(outputs=[{"name": "OUTPUT1"}])),
     ("infer-outputs-empty", "POST", "/v2/models/add_sub/infer", add_with(outputs=[]), {}),
-    (
-        "infer-outputs-dup",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(outputs=[{"name": "OUTPUT1"}, {"name": "OUTPUT1"}]),
-        {},
+    infer(
+        "infer-outputs-dup", "add_sub", add_with(outputs=[{"name": "OUTPUT1"}, {"name": "OUTPUT1"}])
     ),
-    (
-        "infer-outputs-unknown",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(outputs=[{"name": "NOPE"}]),
-        {},
-    ),
+    infer("infer-outputs-unknown", "add_sub", add_with(outputs=[{"name": "NOPE"}])),
     ("infer-outputs-noname", "POST", "/v2/models/add_sub/infer", add_with(outputs=[{}]), {}),
     ("infer-outputs-notarray", "POST", "/v2/models/add_sub/infer", add_with(outputs={}), {}),
-    (
+    infer(
         "infer-out-bin-bad",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(outputs=[{"name": "OUTPUT0", "parameters": {"binary_data": 1}}]),
-        {},
     ),
-    (
-        "infer-binary-output",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"binary_data_output": True}),
-        {},
-    ),
-    (
+    infer("infer-binary-output", "add_sub", add_with(parameters={"binary_data_output": True})),
+    infer(
         "infer-binary-output-mixed",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(
             parameters={"binary_data_output": True},
             outputs=[{"name": "OUTPUT0", "parameters": {"binary_data": False}}],
         ),
-        {},
     ),
-    (
-        "infer-bdo-bad",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"binary_data_output": "yes"}),
-        {},
+    infer("infer-bdo-bad", "add_sub", add_with(parameters={"binary_data_output": "yes"})),
+    infer(
+        "infer-params", "add_sub", add_with(parameters={"s": "str", "i": -5, "b": True, "d": 1.5})
     ),
-    (
-        "infer-params",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"s": "str", "i": -5, "b": True, "d": 1.5}),
-        {},
-    ),
-    (
-        "infer-params-reserved",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"triton_x": 1}),
-        {},
-    ),
+    infer("infer-params-reserved", "add_sub", add_with(parameters={"triton_x": 1})),
     ("infer-params-null", "POST", "/v2/models/add_sub/infer", add_with(parameters={"x": None}), {}),
     ("infer-params-list", "POST", "/v2/models/add_sub/infer", add_with(parameters={"x": [1]}), {}),
     ("infer-params-notobj", "POST", "/v2/models/add_sub/infer", add_with(parameters=[1]), {}),
-    (
+    infer(
         "infer-params-seq",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(
             parameters={
                 "sequence_id": 5,
@@ -225,47 +203,15 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 "timeout": 100,
             }
         ),
-        {},
     ),
-    (
-        "infer-params-seq-neg",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"sequence_id": -5}),
-        {},
-    ),
-    (
-        "infer-params-seq-start-bad",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"sequence_start": 1}),
-        {},
-    ),
-    (
-        "infer-params-priority-bad",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"priority": -1}),
-        {},
-    ),
-    (
-        "infer-params-timeout-bad",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"timeout": "x"}),
-        {},
-    ),
-    (
-        "infer-missing-input",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j({"inputs": ADD["inputs"][:1]}),
-        {},
-    ),
-    (
+    infer("infer-params-seq-neg", "add_sub", add_with(parameters={"sequence_id": -5})),
+    infer("infer-params-seq-start-bad", "add_sub", add_with(parameters={"sequence_start": 1})),
+    infer("infer-params-priority-bad", "add_sub", add_with(parameters={"priority": -1})),
+    infer("infer-params-timeout-bad", "add_sub", add_with(parameters={"timeout": "x"})),
+    infer("infer-missing-input", "add_sub", j({"inputs": ADD["inputs"][:1]})),
+    infer(
         "infer-extra-input",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j(
             {
                 "inputs": [
@@ -274,12 +220,10 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 ]
             }
         ),
-        {},
     ),
-    (
+    infer(
         "infer-unknown-input",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j(
             {
                 "inputs": [
@@ -288,202 +232,39 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 ]
             }
         ),
-        {},
     ),
-    (
-        "infer-dup-input",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j({"inputs": [ADD["inputs"][0], ADD["inputs"][0]]}),
-        {},
-    ),
-    (
-        "infer-wrong-dtype",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "INT32", "shape": [4], "data": [1, 2, 3, 4]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
-    ),
-    (
-        "infer-wrong-shape",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [2, 2], "data": [1, 2, 3, 4]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
-    ),
-    (
-        "infer-lowercase-dtype",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "fp32", "shape": [4], "data": [1, 2, 3, 4]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
-    ),
-    (
-        "infer-data-short",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
-    ),
-    (
-        "infer-data-long",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4, 5]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
-    ),
-    (
-        "infer-data-nested",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [[1, 2], [3, 4]]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
-    ),
-    (
-        "infer-data-str",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, "2", 3, 4]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
-    ),
-    (
-        "infer-data-bool",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, True, 3, 4]},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
-    ),
-    (
-        "infer-data-notarray",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": 5},
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
-    ),
-    (
+    infer("infer-dup-input", "add_sub", j({"inputs": [ADD["inputs"][0], ADD["inputs"][0]]})),
+    infer("infer-wrong-dtype", "add_sub", input0(datatype="INT32")),
+    infer("infer-wrong-shape", "add_sub", input0(shape=[2, 2])),
+    infer("infer-lowercase-dtype", "add_sub", input0(datatype="fp32")),
+    infer("infer-data-short", "add_sub", input0(data=[1, 2, 3])),
+    infer("infer-data-long", "add_sub", input0(data=[1, 2, 3, 4, 5])),
+    infer("infer-data-nested", "add_sub", input0(data=[[1, 2], [3, 4]])),
+    infer("infer-data-str", "add_sub", input0(data=[1, "2", 3, 4])),
+    infer("infer-data-bool", "add_sub", input0(data=[1, True, 3, 4])),
+    infer("infer-data-notarray", "add_sub", input0(data=5)),
+    infer(
         "infer-no-source",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j({"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [4]}, ADD["inputs"][1]]}),
-        {},
     ),
-    (
-        "infer-two-sources",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {
-                        "name": "INPUT0",
-                        "datatype": "FP32",
-                        "shape": [4],
-                        "data": [1, 2, 3, 4],
-                        "parameters": {"binary_data_size": 16},
-                    },
-                    ADD["inputs"][1],
-                ]
-            }
-        ),
-        {},
-    ),
-    (
+    infer("infer-two-sources", "add_sub", input0(parameters={"binary_data_size": 16})),
+    infer(
         "infer-no-name",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j({"inputs": [{"datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]}]}),
-        {},
     ),
-    (
+    infer(
         "infer-no-datatype",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j({"inputs": [{"name": "INPUT0", "shape": [4], "data": [1, 2, 3, 4]}]}),
-        {},
     ),
-    (
+    infer(
         "infer-no-shape",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j({"inputs": [{"name": "INPUT0", "datatype": "FP32", "data": [1, 2, 3, 4]}]}),
-        {},
     ),
-    (
-        "infer-neg-shape",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "FP32", "shape": [-4], "data": [1, 2, 3, 4]}
-                ]
-            }
-        ),
-        {},
-    ),
+    infer("infer-neg-shape", "add_sub", inputs(tensor("INPUT0", "FP32", [-4], [1, 2, 3, 4]))),
     ("infer-no-inputs", "POST", "/v2/models/add_sub/infer", "{}", {}),
     ("infer-inputs-obj", "POST", "/v2/models/add_sub/infer", '{"inputs":{}}', {}),
     ("infer-array-body", "POST", "/v2/models/add_sub/infer", "[1,2]", {}),
@@ -492,24 +273,11 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
     ("infer-trailing-garbage", "POST", "/v2/models/add_sub/infer", j(ADD) + " x", {}),
     ("infer-empty-body", "POST", "/v2/models/add_sub/infer", "", {}),
     ("infer-whitespace", "POST", "/v2/models/add_sub/infer", "   " + j(ADD) + "\n", {}),
-    (
-        "infer-fp16-json",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_FP16", "datatype": "FP16", "shape": [1], "data": [1]}]}),
-        {},
-    ),
-    (
-        "infer-bf16-json",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_BF16", "datatype": "BF16", "shape": [1], "data": [1]}]}),
-        {},
-    ),
-    (
+    infer("infer-fp16-json", "identity_all", inputs(tensor("IN_FP16", "FP16", [1], [1]))),
+    infer("infer-bf16-json", "identity_all", inputs(tensor("IN_BF16", "BF16", [1], [1]))),
+    infer(
         "infer-fp16-out-json",
-        "POST",
-        "/v2/models/identity_all/infer",
+        "identity_all",
         j(
             {
                 "inputs": [
@@ -522,268 +290,100 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 ]
             }
         ),
-        {},
     ),
-    (
+    infer(
         "infer-all-json",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j(
-            {
-                "inputs": [
-                    {
-                        "name": "IN_BOOL",
-                        "datatype": "BOOL",
-                        "shape": [3],
-                        "data": [True, False, True],
-                    },
-                    {"name": "IN_UINT8", "datatype": "UINT8", "shape": [2], "data": [300, 255]},
-                    {"name": "IN_INT8", "datatype": "INT8", "shape": [2], "data": [-129, 127]},
-                    {
-                        "name": "IN_UINT64",
-                        "datatype": "UINT64",
-                        "shape": [2],
-                        "data": [0, 18446744073709551615],
-                    },
-                    {
-                        "name": "IN_INT64",
-                        "datatype": "INT64",
-                        "shape": [2],
-                        "data": [-9223372036854775808, 9223372036854775807],
-                    },
-                    {
-                        "name": "IN_FP32",
-                        "datatype": "FP32",
-                        "shape": [6],
-                        "data": [0.1, 1e30, -2.5, 3, 0.3, 1e-7],
-                    },
-                    {
-                        "name": "IN_FP64",
-                        "datatype": "FP64",
-                        "shape": [6],
-                        "data": [1e21, 1e20, 0.000001, 1.5e-7, -0.0, 5e-324],
-                    },
-                    {
-                        "name": "IN_STRING",
-                        "datatype": "BYTES",
-                        "shape": [3],
-                        "data": ["abc", "", 'héllo "q" \\ \n\u0001/'],
-                    },
-                ]
-            }
+        "identity_all",
+        inputs(
+            tensor("IN_BOOL", "BOOL", [3], [True, False, True]),
+            tensor("IN_UINT8", "UINT8", [2], [300, 255]),
+            tensor("IN_INT8", "INT8", [2], [-129, 127]),
+            tensor("IN_UINT64", "UINT64", [2], [0, 18446744073709551615]),
+            tensor("IN_INT64", "INT64", [2], [-9223372036854775808, 9223372036854775807]),
+            tensor("IN_FP32", "FP32", [6], [0.1, 1e30, -2.5, 3, 0.3, 1e-7]),
+            tensor("IN_FP64", "FP64", [6], [1e21, 1e20, 0.000001, 1.5e-7, -0.0, 5e-324]),
+            tensor("IN_STRING", "BYTES", [3], ["abc", "", 'héllo "q" \\ \n\u0001/']),
         ),
-        {},
     ),
-    (
-        "infer-int-float",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_INT32", "datatype": "INT32", "shape": [1], "data": [1.0]}]}),
-        {},
-    ),
-    (
-        "infer-uint-neg",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_UINT32", "datatype": "UINT32", "shape": [1], "data": [-1]}]}),
-        {},
-    ),
-    (
-        "infer-bool-int",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_BOOL", "datatype": "BOOL", "shape": [1], "data": [1]}]}),
-        {},
-    ),
-    (
-        "infer-bytes-int",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_STRING", "datatype": "BYTES", "shape": [1], "data": [1]}]}),
-        {},
-    ),
-    (
-        "infer-bytes-count",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_STRING", "datatype": "BYTES", "shape": [2], "data": ["a"]}]}),
-        {},
-    ),
-    (
-        "infer-zero-elems",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_FP32", "datatype": "FP32", "shape": [0], "data": []}]}),
-        {},
-    ),
-    (
+    infer("infer-int-float", "identity_all", inputs(tensor("IN_INT32", "INT32", [1], [1.0]))),
+    infer("infer-uint-neg", "identity_all", inputs(tensor("IN_UINT32", "UINT32", [1], [-1]))),
+    infer("infer-bool-int", "identity_all", inputs(tensor("IN_BOOL", "BOOL", [1], [1]))),
+    infer("infer-bytes-int", "identity_all", inputs(tensor("IN_STRING", "BYTES", [1], [1]))),
+    infer("infer-bytes-count", "identity_all", inputs(tensor("IN_STRING", "BYTES", [2], ["a"]))),
+    infer("infer-zero-elems", "identity_all", inputs(tensor("IN_FP32", "FP32", [0], []))),
+    infer(
         "infer-zero-elems-bin",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j(
-            {
-                "inputs": [{"name": "IN_FP32", "datatype": "FP32", "shape": [0], "data": []}],
-                "outputs": [{"name": "OUT_FP32", "parameters": {"binary_data": True}}],
-            }
+        "identity_all",
+        inputs(
+            tensor("IN_FP32", "FP32", [0], []),
+            outputs=[{"name": "OUT_FP32", "parameters": {"binary_data": True}}],
         ),
-        {},
     ),
     ("infer-no-inputs-optional", "POST", "/v2/models/identity_all/infer", '{"inputs":[]}', {}),
-    (
-        "infer-scalar-shape",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j({"inputs": [{"name": "IN_FP32", "datatype": "FP32", "shape": [], "data": [1]}]}),
-        {},
-    ),
-    (
+    infer("infer-scalar-shape", "identity_all", inputs(tensor("IN_FP32", "FP32", [], [1]))),
+    infer(
         "infer-simple-batch",
-        "POST",
-        "/v2/models/simple/infer",
-        j(
-            {
-                "inputs": [
-                    {
-                        "name": "INPUT0",
-                        "datatype": "INT32",
-                        "shape": [2, 16],
-                        "data": list(range(32)),
-                    },
-                    {"name": "INPUT1", "datatype": "INT32", "shape": [2, 16], "data": [1] * 32},
-                ]
-            }
+        "simple",
+        inputs(
+            tensor("INPUT0", "INT32", [2, 16], list(range(32))),
+            tensor("INPUT1", "INT32", [2, 16], [1] * 32),
         ),
-        {},
     ),
-    (
+    infer(
         "infer-simple-nobatch",
-        "POST",
-        "/v2/models/simple/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "INT32", "shape": [16], "data": list(range(16))},
-                    {"name": "INPUT1", "datatype": "INT32", "shape": [16], "data": [1] * 16},
-                ]
-            }
+        "simple",
+        inputs(
+            tensor("INPUT0", "INT32", [16], list(range(16))),
+            tensor("INPUT1", "INT32", [16], [1] * 16),
         ),
-        {},
     ),
-    (
+    infer(
         "infer-simple-toobig",
-        "POST",
-        "/v2/models/simple/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "INT32", "shape": [9, 16], "data": [0] * 144},
-                    {"name": "INPUT1", "datatype": "INT32", "shape": [9, 16], "data": [1] * 144},
-                ]
-            }
+        "simple",
+        inputs(
+            tensor("INPUT0", "INT32", [9, 16], [0] * 144),
+            tensor("INPUT1", "INT32", [9, 16], [1] * 144),
         ),
-        {},
     ),
-    (
+    infer(
         "infer-simple-mismatch",
-        "POST",
-        "/v2/models/simple/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": [0] * 16},
-                    {"name": "INPUT1", "datatype": "INT32", "shape": [2, 16], "data": [1] * 32},
-                ]
-            }
+        "simple",
+        inputs(
+            tensor("INPUT0", "INT32", [1, 16], [0] * 16),
+            tensor("INPUT1", "INT32", [2, 16], [1] * 32),
         ),
-        {},
     ),
-    (
+    infer(
         "infer-simple-shape",
-        "POST",
-        "/v2/models/simple/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "INT32", "shape": [1, 8], "data": [0] * 8},
-                    {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16},
-                ]
-            }
+        "simple",
+        inputs(
+            tensor("INPUT0", "INT32", [1, 8], [0] * 8), tensor("INPUT1", "INT32", [1, 16], [1] * 16)
         ),
-        {},
     ),
-    (
-        "infer-error-internal",
-        "POST",
-        "/v2/models/error_model/infer",
-        j({"inputs": [{"name": "MODE", "datatype": "INT32", "shape": [1], "data": [0]}]}),
-        {},
-    ),
-    (
-        "infer-error-invalid",
-        "POST",
-        "/v2/models/error_model/infer",
-        j({"inputs": [{"name": "MODE", "datatype": "INT32", "shape": [1], "data": [1]}]}),
-        {},
-    ),
-    (
-        "infer-error-echo",
-        "POST",
-        "/v2/models/error_model/infer",
-        j({"inputs": [{"name": "MODE", "datatype": "INT32", "shape": [1], "data": [7]}]}),
-        {},
-    ),
-    (
+    infer("infer-error-internal", "error_model", inputs(tensor("MODE", "INT32", [1], [0]))),
+    infer("infer-error-invalid", "error_model", inputs(tensor("MODE", "INT32", [1], [1]))),
+    infer("infer-error-echo", "error_model", inputs(tensor("MODE", "INT32", [1], [7]))),
+    infer(
         "infer-bytes-json",
-        "POST",
-        "/v2/models/identity_bytes/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "INPUT0", "datatype": "BYTES", "shape": [2], "data": ["hello", ""]}
-                ],
-                "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
-            }
+        "identity_bytes",
+        inputs(
+            tensor("INPUT0", "BYTES", [2], ["hello", ""]),
+            outputs=[{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
         ),
-        {},
     ),
     # binary
     ("bin-add", "POST", "/v2/models/add_sub/infer", _bin_add, _bin_add_h),
     ("bin-all-types", "POST", "/v2/models/identity_all/infer", _bin_all_types, _bin_all_types_h),
     ("bin-no-ihcl", "POST", "/v2/models/add_sub/infer", _bin_add, {}),
-    (
-        "bin-ihcl-big",
-        "POST",
-        "/v2/models/add_sub/infer",
-        _bin_add,
-        {"Inference-Header-Content-Length": "99999"},
-    ),
-    (
-        "bin-ihcl-neg",
-        "POST",
-        "/v2/models/add_sub/infer",
-        _bin_add,
-        {"Inference-Header-Content-Length": "-1"},
-    ),
-    (
-        "bin-ihcl-abc",
-        "POST",
-        "/v2/models/add_sub/infer",
-        _bin_add,
-        {"Inference-Header-Content-Length": "abc"},
-    ),
-    (
-        "bin-ihcl-short",
-        "POST",
-        "/v2/models/add_sub/infer",
-        _bin_add,
-        {"Inference-Header-Content-Length": "20"},
-    ),
+    infer("bin-ihcl-big", "add_sub", _bin_add, {"Inference-Header-Content-Length": "99999"}),
+    infer("bin-ihcl-neg", "add_sub", _bin_add, {"Inference-Header-Content-Length": "-1"}),
+    infer("bin-ihcl-abc", "add_sub", _bin_add, {"Inference-Header-Content-Length": "abc"}),
+    infer("bin-ihcl-short", "add_sub", _bin_add, {"Inference-Header-Content-Length": "20"}),
     ("bin-truncated", "POST", "/v2/models/add_sub/infer", _bin_add[:-5], _bin_add_h),
     ("bin-extra", "POST", "/v2/models/add_sub/infer", _bin_add + b"xx", _bin_add_h),
-    (
+    infer(
         "bin-json-trailing",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j(ADD) + "xx",
         {"Inference-Header-Content-Length": str(len(j(ADD)))},
     ),
@@ -846,18 +446,8 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
             ("empty", 2, b"", None),
         ]
     ],
-    (
-        "infer-bytes-too-many",
-        "POST",
-        "/v2/models/identity_all/infer",
-        j(
-            {
-                "inputs": [
-                    {"name": "IN_STRING", "datatype": "BYTES", "shape": [1], "data": ["a"] * 3}
-                ]
-            }
-        ),
-        {},
+    infer(
+        "infer-bytes-too-many", "identity_all", inputs(tensor("IN_STRING", "BYTES", [1], ["a"] * 3))
     ),
     (
         # the admission error of one input wins over the backend error of another
@@ -882,48 +472,28 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
             ]
         ),
     ),
-    (
-        "raw-two-inputs",
-        "POST",
-        "/v2/models/add_sub/infer",
-        _fp32([1, 2, 3, 4]),
-        {"Inference-Header-Content-Length": "0"},
+    infer(
+        "raw-two-inputs", "add_sub", _fp32([1, 2, 3, 4]), {"Inference-Header-Content-Length": "0"}
     ),
-    (
-        "raw-bytes",
-        "POST",
-        "/v2/models/identity_bytes/infer",
-        bytes_blob([b"x"]),
-        {"Inference-Header-Content-Length": "0"},
+    infer(
+        "raw-bytes", "identity_bytes", bytes_blob([b"x"]), {"Inference-Header-Content-Length": "0"}
     ),
-    (
+    infer(
         "raw-error-model",
-        "POST",
-        "/v2/models/error_model/infer",
+        "error_model",
         np.array([7], "<i4").tobytes(),
         {"Inference-Header-Content-Length": "0"},
     ),
-    (
+    infer(
         "raw-error-model-size",
-        "POST",
-        "/v2/models/error_model/infer",
+        "error_model",
         np.array([7, 8], "<i4").tobytes(),
         {"Inference-Header-Content-Length": "0"},
     ),
     # compression
-    (
-        "gzip-req",
-        "POST",
-        "/v2/models/add_sub/infer",
-        gzip.compress(j(ADD).encode()),
-        {"Content-Encoding": "gzip"},
-    ),
-    (
-        "deflate-req",
-        "POST",
-        "/v2/models/add_sub/infer",
-        zlib.compress(j(ADD).encode()),
-        {"Content-Encoding": "deflate"},
+    infer("gzip-req", "add_sub", gzip.compress(j(ADD).encode()), {"Content-Encoding": "gzip"}),
+    infer(
+        "deflate-req", "add_sub", zlib.compress(j(ADD).encode()), {"Content-Encoding": "deflate"}
     ),
     ("br-req", "POST", "/v2/models/add_sub/infer", j(ADD), {"Content-Encoding": "br"}),
     ("GZIP-req", "POST", "/v2/models/add_sub/infer", j(ADD), {"Content-Encoding": "GZIP"}),
@@ -931,133 +501,73 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
     ("gzip-empty", "POST", "/v2/models/add_sub/infer", "", {"Content-Encoding": "gzip"}),
     ("gzip-resp", "POST", "/v2/models/add_sub/infer", j(ADD), {"Accept-Encoding": "gzip"}),
     ("deflate-resp", "POST", "/v2/models/add_sub/infer", j(ADD), {"Accept-Encoding": "deflate"}),
-    (
-        "q-resp",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(ADD),
-        {"Accept-Encoding": "gzip;q=0.5, deflate;q=0.9"},
-    ),
+    infer("q-resp", "add_sub", j(ADD), {"Accept-Encoding": "gzip;q=0.5, deflate;q=0.9"}),
     ("q0-resp", "POST", "/v2/models/add_sub/infer", j(ADD), {"Accept-Encoding": "gzip;q=0"}),
-    (
-        "space-q-resp",
-        "POST",
-        "/v2/models/add_sub/infer",
-        j(ADD),
-        {"Accept-Encoding": "gzip; q=0.5"},
-    ),
-    (
-        "bin-gzip-resp",
-        "POST",
-        "/v2/models/add_sub/infer",
-        _bin_add,
-        {**_bin_add_h, "Accept-Encoding": "gzip"},
-    ),
+    infer("space-q-resp", "add_sub", j(ADD), {"Accept-Encoding": "gzip; q=0.5"}),
+    infer("bin-gzip-resp", "add_sub", _bin_add, {**_bin_add_h, "Accept-Encoding": "gzip"}),
     # classification
-    (
+    infer(
         "classify",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(outputs=[{"name": "OUTPUT0", "parameters": {"classification": 2}}]),
-        {},
     ),
-    (
+    infer(
         "classify-big-k",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(outputs=[{"name": "OUTPUT0", "parameters": {"classification": 9}}]),
-        {},
     ),
-    (
+    infer(
         "classify-zero",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(outputs=[{"name": "OUTPUT0", "parameters": {"classification": 0}}]),
-        {},
     ),
-    (
+    infer(
         "classify-bad",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(outputs=[{"name": "OUTPUT0", "parameters": {"classification": -1}}]),
-        {},
     ),
-    (
+    infer(
         "classify-batch",
-        "POST",
-        "/v2/models/simple/infer",
-        j(
-            {
-                "inputs": [
-                    {
-                        "name": "INPUT0",
-                        "datatype": "INT32",
-                        "shape": [2, 16],
-                        "data": list(range(32)),
-                    },
-                    {"name": "INPUT1", "datatype": "INT32", "shape": [2, 16], "data": [1] * 32},
-                ],
-                "outputs": [{"name": "OUTPUT0", "parameters": {"classification": 1}}],
-            }
+        "simple",
+        inputs(
+            tensor("INPUT0", "INT32", [2, 16], list(range(32))),
+            tensor("INPUT1", "INT32", [2, 16], [1] * 32),
+            outputs=[{"name": "OUTPUT0", "parameters": {"classification": 1}}],
         ),
-        {},
     ),
-    (
+    infer(
         "classify-binary",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(
             outputs=[{"name": "OUTPUT0", "parameters": {"classification": 2, "binary_data": True}}]
         ),
-        {},
     ),
     # shm errors
     ("shm-status", "GET", "/v2/systemsharedmemory/status", "", {}),
     ("shm-status-unknown", "GET", "/v2/systemsharedmemory/region/nope/status", "", {}),
-    (
-        "shm-register-noregion",
-        "POST",
-        "/v2/systemsharedmemory/register",
-        '{"key":"/x","byte_size":8}',
-        {},
-    ),
-    (
-        "shm-register-nokey",
-        "POST",
-        "/v2/systemsharedmemory/region/r/register",
-        '{"byte_size":8}',
-        {},
-    ),
+    post("shm-register-noregion", "/v2/systemsharedmemory/register", '{"key":"/x","byte_size":8}'),
+    post("shm-register-nokey", "/v2/systemsharedmemory/region/r/register", '{"byte_size":8}'),
     ("shm-register-nosize", "POST", "/v2/systemsharedmemory/region/r/register", '{"key":"/x"}', {}),
-    (
-        "shm-register-badkey",
-        "POST",
-        "/v2/systemsharedmemory/region/r/register",
-        '{"key":5,"byte_size":8}',
-        {},
+    post(
+        "shm-register-badkey", "/v2/systemsharedmemory/region/r/register", '{"key":5,"byte_size":8}'
     ),
-    (
+    post(
         "shm-register-badsize",
-        "POST",
         "/v2/systemsharedmemory/region/r/register",
         '{"key":"/x","byte_size":-8}',
-        {},
     ),
-    (
+    post(
         "shm-register-missing",
-        "POST",
         "/v2/systemsharedmemory/region/r/register",
         '{"key":"/tritonhttp-does-not-exist","byte_size":8}',
-        {},
     ),
     ("shm-register-empty", "POST", "/v2/systemsharedmemory/region/r/register", "", {}),
     ("shm-unregister", "POST", "/v2/systemsharedmemory/region/nope/unregister", "", {}),
     ("shm-unregister-all", "POST", "/v2/systemsharedmemory/unregister", "", {}),
     ("shm-status-post", "POST", "/v2/systemsharedmemory/status", "", {}),
-    (
+    infer(
         "shm-infer-unknown",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j(
             {
                 "inputs": [
@@ -1074,12 +584,10 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 ]
             }
         ),
-        {},
     ),
-    (
+    infer(
         "shm-infer-badregion",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         j(
             {
                 "inputs": [
@@ -1093,12 +601,10 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 ]
             }
         ),
-        {},
     ),
-    (
+    infer(
         "shm-out-and-class",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(
             outputs=[
                 {
@@ -1107,12 +613,10 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 }
             ]
         ),
-        {},
     ),
-    (
+    infer(
         "shm-out-and-binary",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with(
             outputs=[
                 {
@@ -1121,38 +625,29 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
                 }
             ]
         ),
-        {},
     ),
     ("cuda-status", "GET", "/v2/cudasharedmemory/status", "", {}),
     ("cuda-status-unknown", "GET", "/v2/cudasharedmemory/region/nope/status", "", {}),
     ("cuda-register-noregion", "POST", "/v2/cudasharedmemory/register", "{}", {}),
-    (
+    post(
         "cuda-register-nohandle",
-        "POST",
         "/v2/cudasharedmemory/region/r/register",
         '{"device_id":0,"byte_size":8}',
-        {},
     ),
-    (
+    post(
         "cuda-register-nob64",
-        "POST",
         "/v2/cudasharedmemory/region/r/register",
         '{"raw_handle":{},"device_id":0,"byte_size":8}',
-        {},
     ),
-    (
+    post(
         "cuda-register-short",
-        "POST",
         "/v2/cudasharedmemory/region/r/register",
         '{"raw_handle":{"b64":"AAAA"},"device_id":0,"byte_size":8}',
-        {},
     ),
-    (
+    post(
         "cuda-register",
-        "POST",
         "/v2/cudasharedmemory/region/r/register",
         j({"raw_handle": {"b64": "A" * 88}, "device_id": 0, "byte_size": 8}),
-        {},
     ),
     ("cuda-unregister", "POST", "/v2/cudasharedmemory/region/r/unregister", "", {}),
     # trace & logging (read-only / erroring here: state-changing ones run elsewhere)
@@ -1180,60 +675,45 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
     ("log-format-bad", "POST", "/v2/logging", '{"log_format":"xml"}', {}),
     ("log-delete", "DELETE", "/v2/logging", "", {}),
     # generate
-    (
+    post(
         "generate",
-        "POST",
         "/v2/models/add_sub/generate",
         j({"INPUT0": [1, 2, 3, 4], "INPUT1": [1, 1, 1, 1]}),
-        {},
     ),
-    (
+    post(
         "generate-stream",
-        "POST",
         "/v2/models/add_sub/generate_stream",
         j({"INPUT0": [1, 2, 3, 4], "INPUT1": [1, 1, 1, 1]}),
-        {},
     ),
-    (
+    post(
         "generate-id-params",
-        "POST",
         "/v2/models/add_sub/generate",
         j({"id": "g1", "INPUT0": [1, 2, 3, 4], "parameters": {"INPUT1": [1, 1, 1, 1], "x": 1}}),
-        {},
     ),
-    (
+    post(
         "generate-scalar",
-        "POST",
         "/v2/models/identity_all/generate",
         j({"IN_BOOL": True, "IN_INT64": [1, 2]}),
-        {},
     ),
-    (
+    post(
         "generate-bad-shape",
-        "POST",
         "/v2/models/add_sub/generate",
         j({"INPUT0": [1, 2, 3], "INPUT1": [1, 1, 1, 1]}),
-        {},
     ),
-    (
+    post(
         "generate-dup",
-        "POST",
         "/v2/models/add_sub/generate",
         j({"INPUT0": [1, 2, 3, 4], "parameters": {"INPUT0": [1, 1, 1, 1]}}),
-        {},
     ),
-    (
+    post(
         "generate-bad-param",
-        "POST",
         "/v2/models/add_sub/generate",
         j({"INPUT0": [1, 2, 3, 4], "INPUT1": [1, 1, 1, 1], "x": {"a": 1}}),
-        {},
     ),
     ("generate-params-notobj", "POST", "/v2/models/add_sub/generate", j({"parameters": 1}), {}),
     ("generate-unknown", "POST", "/v2/models/nope/generate", "{}", {}),
-    (
+    post(
         "generate-encoding",
-        "POST",
         "/v2/models/add_sub/generate",
         j({"INPUT0": [1, 2, 3, 4]}),
         {"Content-Encoding": "gzip"},
@@ -1268,44 +748,30 @@ CASES: list[tuple[str, str, str, str | bytes, dict[str, str]]] = [
             ]
         )
     ],
-    (
+    infer(
         "nan-shape",
-        "POST",
-        "/v2/models/identity_all/infer",
+        "identity_all",
         '{"inputs":[{"name":"IN_FP64","datatype":"FP64","shape":[NaN],"data":[1]}]}',
-        {},
     ),
-    (
-        "nan-parameter",
-        "POST",
-        "/v2/models/add_sub/infer",
-        add_with(parameters={"x": "P"}).replace('"P"', "NaN"),
-        {},
-    ),
+    infer("nan-parameter", "add_sub", add_with(parameters={"x": "P"}).replace('"P"', "NaN")),
     ("nan-id", "POST", "/v2/models/add_sub/infer", add_with(id="I").replace('"I"', "-Inf"), {}),
-    (
+    infer(
         "nan-binary-size",
-        "POST",
-        "/v2/models/add_sub/infer",
+        "add_sub",
         add_with().replace('"data":[1,1,1,1]', '"parameters":{"binary_data_size":NaN}'),
-        {},
     ),
-    (
+    post(
         "nan-generate",
-        "POST",
         "/v2/models/identity_all/generate",
         '{"IN_FP64":[NaN,-Inf],"IN_INT64":[1],"parameters":{"p":Infinity}}',
-        {},
     ),
     ("nan-index", "POST", "/v2/repository/index", '{"ready":NaN}', {}),
     ("nan-log", "POST", "/v2/logging", '{"log_verbose_level":NaN}', {}),
     ("nan-trace", "POST", "/v2/trace/setting", '{"trace_rate":Infinity}', {}),
-    (
+    post(
         "nan-shm-register",
-        "POST",
         "/v2/systemsharedmemory/region/r/register",
         '{"key":"/x","offset":0,"byte_size":NaN}',
-        {},
     ),
 ]
 

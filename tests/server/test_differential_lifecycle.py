@@ -7,17 +7,15 @@ from __future__ import annotations
 import base64
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ._wire import Reply, exchange
+from ._wire import ADD_SUB_IO, Reply, exchange
 from .test_differential_state import _mask
 
 pytestmark = pytest.mark.real_triton
 
-REPO = Path(__file__).parent.parent / "repos" / "special"
 ARGS = ("--model-control-mode=explicit", "--strict-readiness=true")
 
 
@@ -245,14 +243,7 @@ STEPS: list[Step] = [
                             "name": "add_sub",
                             "backend": "python",
                             "max_batch_size": 2,
-                            "input": [
-                                {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-                                {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-                            ],
-                            "output": [
-                                {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-                                {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-                            ],
+                            **ADD_SUB_IO,
                         }
                     )
                 }
@@ -312,9 +303,12 @@ def _settle(url: str) -> None:
         time.sleep(0.05)
 
 
-def test_lifecycle_script(real_triton_factory: Any, bundled_server_factory: Any) -> None:
-    real = real_triton_factory(REPO, *ARGS)
-    ours = bundled_server_factory(REPO, *ARGS)
+def test_lifecycle_script(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
+    repo = model_repo("special")
+    real = real_triton_factory(repo, *ARGS)
+    ours = bundled_server_factory(repo, *ARGS)
     problems = []
     for i, (method, path, body, headers) in enumerate(STEPS):
         if "unload" in path or path.endswith("/index"):
@@ -339,13 +333,17 @@ def test_lifecycle_script(real_triton_factory: Any, bundled_server_factory: Any)
     assert not problems, "\n".join(problems)
 
 
-def test_full_queue_answers_503(real_triton_factory: Any, bundled_server_factory: Any) -> None:
+def test_full_queue_answers_503(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
     import threading
+
+    repo = model_repo("special")
 
     args = ("--model-control-mode=explicit", "--load-model=queue1")
     body = infer_body([("IN", "INT32", [1, 1], [7])])
     answers = []
-    for server in (real_triton_factory(REPO, *args), bundled_server_factory(REPO, *args)):
+    for server in (real_triton_factory(repo, *args), bundled_server_factory(repo, *args)):
         replies: list[Reply] = []
         threads = []
         for delay in (0.0, 0.25):

@@ -17,7 +17,6 @@ pytestmark = pytest.mark.real_triton
 
 TESTS = Path(__file__).parent.parent
 MODELS = TESTS / "models"
-SPECIAL = TESTS / "repos" / "special"
 TRACE_FILE = str(Path(tempfile.gettempdir()) / "tritonhttp-trace-test.log")
 
 
@@ -210,7 +209,7 @@ def test_log_settings(real_triton_factory: Any, bundled_server_factory: Any) -> 
 
 
 def test_restricted_apis_and_header_forwarding(
-    real_triton_factory: Any, bundled_server_factory: Any
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
 ) -> None:
     args = (
         "--model-control-mode=explicit", "--load-model=param_echo", "--load-model=add_sub",
@@ -218,7 +217,7 @@ def test_restricted_apis_and_header_forwarding(
         "--http-restricted-api=inference,metadata:infer-key=infer-value",
         "--http-header-forward-pattern=my_header.*",
     )  # fmt: skip
-    real, ours = _pair(real_triton_factory, bundled_server_factory, SPECIAL, *args)
+    real, ours = _pair(real_triton_factory, bundled_server_factory, model_repo("special"), *args)
     echo = j({"inputs": [{"name": "IN", "datatype": "INT32", "shape": [1], "data": [0]}],
               "parameters": {"p": 1}, "outputs": [{"name": "INFO"}]})  # fmt: skip
     good = {"infer-key": "infer-value"}

@@ -17,11 +17,10 @@ import pytest
 
 from tritonhttp.server import _launch
 
-from ._wire import exchange
+from ._wire import ADD_SUB_IO, exchange
 
 TESTS = Path(__file__).parent.parent
 MODELS = TESTS / "models"
-SPECIAL = TESTS / "repos" / "special"
 
 
 def _run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -95,11 +94,12 @@ def test_startup_table_and_clean_sigterm_during_a_request(tmp_path: Path) -> Non
         server.stop()
 
 
-def test_failing_model_at_startup(tmp_path: Path) -> None:
+def test_failing_model_at_startup(tmp_path: Path, model_repo: Any) -> None:
+    special = model_repo("special")
     repo = tmp_path / "repo"
     repo.mkdir()
-    shutil.copytree(SPECIAL / "add_sub", repo / "add_sub")
-    shutil.copytree(SPECIAL / "broken_model", repo / "broken_model")
+    shutil.copytree(special / "add_sub", repo / "add_sub")
+    shutil.copytree(special / "broken_model", repo / "broken_model")
     result = _run(f"--model-repository={repo}", "--http-port=0", "--allow-metrics=false")
     assert result.returncode == 1
     assert "failed to load all models" in result.stderr
@@ -110,13 +110,14 @@ def test_failing_model_at_startup(tmp_path: Path) -> None:
         assert exchange(server.url, "GET", "/v2/health/ready").status == 200
 
 
-def test_poll_mode_follows_the_repository(tmp_path: Path) -> None:
+def test_poll_mode_follows_the_repository(tmp_path: Path, model_repo: Any) -> None:
+    special = model_repo("special")
     repo = tmp_path / "repo"
     repo.mkdir()
-    shutil.copytree(SPECIAL / "add_sub", repo / "add_sub")
+    shutil.copytree(special / "add_sub", repo / "add_sub")
     with _launch.running(repo, "--model-control-mode=poll", "--repository-poll-secs=0.2") as server:
         assert exchange(server.url, "POST", "/v2/repository/models/add_sub/load").status == 503
-        shutil.copytree(SPECIAL / "multi_ver", repo / "multi_ver")
+        shutil.copytree(special / "multi_ver", repo / "multi_ver")
         deadline = time.monotonic() + 10
         while exchange(server.url, "GET", "/v2/models/multi_ver/ready").status != 200:
             assert time.monotonic() < deadline
@@ -127,25 +128,22 @@ def test_poll_mode_follows_the_repository(tmp_path: Path) -> None:
             time.sleep(0.1)
 
 
-def test_explicit_mode_file_overrides_stay_in_their_temp_copy(tmp_path: Path) -> None:
+def test_explicit_mode_file_overrides_stay_in_their_temp_copy(
+    tmp_path: Path, model_repo: Any
+) -> None:
     import base64
 
+    special = model_repo("special")
+
     outside = tmp_path / "escaped.py"
-    with _launch.running(SPECIAL, "--model-control-mode=explicit") as server:
-        cfg = (SPECIAL / "add_sub" / "config.pbtxt").read_text()
-        model = base64.b64encode((SPECIAL / "add_sub" / "1" / "model.py").read_bytes()).decode()
+    with _launch.running(special, "--model-control-mode=explicit") as server:
+        cfg = (special / "add_sub" / "config.pbtxt").read_text()
+        model = base64.b64encode((special / "add_sub" / "1" / "model.py").read_bytes()).decode()
         override = json.dumps(
             {
                 "name": "add_sub",
                 "backend": "python",
-                "input": [
-                    {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-                    {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-                ],
-                "output": [
-                    {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-                    {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-                ],
+                **ADD_SUB_IO,
             }
         )
         assert cfg

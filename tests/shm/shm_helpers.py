@@ -79,10 +79,25 @@ def tc_detach(handle: Any) -> None:
     tc_shm.destroy_shared_memory_region(handle)
 
 
-def run_python(code: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter (so a segfault is a return code, not our crash)."""
+#: prepended to a run_python script: every ``cuda`` import fails as if cuda-python were absent
+WITHOUT_CUDA_PYTHON = """
+import sys
+class Hide:
+    def find_spec(self, name, path=None, target=None):
+        if name == "cuda" or name.startswith("cuda."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Hide())
+"""
+
+
+def run_python(
+    code: str, *args: str, timeout: float = 60, prelude: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """Run ``prelude`` then ``code`` (dedented) in a fresh interpreter (so a segfault is a
+    return code, not our crash)."""
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code), *args],
+        [sys.executable, "-c", prelude + textwrap.dedent(code), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -101,41 +116,3 @@ def cuda_device_count() -> int:
     except Exception:
         return 0
     return int(count) if int(error) == 0 else 0
-
-
-# --- raw HTTP (server-side tests) -----------------------------------------------------------
-
-
-class Reply:
-    """Status, lower-cased headers and body of one HTTP exchange."""
-
-    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.status = status
-        self.headers = headers
-        self.body = body
-
-    @property
-    def content_type(self) -> str | None:
-        return self.headers.get("content-type")
-
-    def key(self) -> tuple[int, str | None, bytes]:
-        """What a differential comparison looks at."""
-        return (self.status, self.content_type, self.body)
-
-    def __repr__(self) -> str:
-        return f"Reply({self.status}, {self.content_type}, {self.body[:300]!r})"
-
-
-def exchange(url: str, method: str, path: str, body: bytes | str = b"") -> Reply:
-    """One request on a fresh connection (``url`` is ``host:port``)."""
-    import http.client
-
-    host, port = url.rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=60)
-    try:
-        data = body.encode() if isinstance(body, str) else body
-        conn.request(method, path, body=data if (data or method == "POST") else None)
-        r = conn.getresponse()
-        return Reply(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
-    finally:
-        conn.close()

@@ -9,9 +9,9 @@ import gc
 import uuid
 from collections.abc import Iterator
 
-import ml_dtypes
 import numpy as np
 import pytest
+from _dtypes import NUMERIC
 from shm_helpers import run_python
 
 cuda_shm = pytest.importorskip("tritonhttp.utils.cuda_shared_memory")
@@ -49,23 +49,6 @@ def create(made: list[object], byte_size: int, device: int = 0) -> object:
     region = cuda_shm.create_shared_memory_region(f"r{uuid.uuid4().hex[:6]}", byte_size, device)
     made.append(region)
     return region
-
-
-NUMERIC = [
-    np.bool_,
-    np.int8,
-    np.int16,
-    np.int32,
-    np.int64,
-    np.uint8,
-    np.uint16,
-    np.uint32,
-    np.uint64,
-    np.float16,
-    np.float32,
-    np.float64,
-    ml_dtypes.bfloat16,
-]
 
 
 @pytest.mark.parametrize("dtype", NUMERIC, ids=lambda d: np.dtype(d).name)

@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 import pytest
-from shm_helpers import cuda_device_count, run_python
+from shm_helpers import WITHOUT_CUDA_PYTHON, cuda_device_count, run_python
 
 cuda_shm = pytest.importorskip("tritonhttp.utils.cuda_shared_memory")
 from tritonhttp.utils.cuda_shared_memory import _dlpack, _handle, _region  # noqa: E402
@@ -44,13 +44,6 @@ def fake_region(byte_size: int = 64) -> object:
 def test_import_without_cuda_python_names_the_extra() -> None:
     result = run_python(
         """
-        import sys
-        class Hide:
-            def find_spec(self, name, path=None, target=None):
-                if name == "cuda" or name.startswith("cuda."):
-                    raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-                return None
-        sys.meta_path.insert(0, Hide())
         import tritonhttp.utils.shared_memory  # unaffected
         try:
             import tritonhttp.utils.cuda_shared_memory
@@ -59,7 +52,8 @@ def test_import_without_cuda_python_names_the_extra() -> None:
             print("cause:", type(e.__cause__).__name__)
         else:
             print("imported?!")
-        """
+        """,
+        prelude=WITHOUT_CUDA_PYTHON,
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout
@@ -67,36 +61,26 @@ def test_import_without_cuda_python_names_the_extra() -> None:
     assert "cuda-python" in out and "cause: ModuleNotFoundError" in out
 
 
+#: the functions of tritonclient.utils.cuda_shared_memory
+TC_FUNCTIONS = [
+    "create_shared_memory_region",
+    "get_raw_handle",
+    "set_shared_memory_region",
+    "get_contents_as_numpy",
+    "set_shared_memory_region_from_dlpack",
+    "as_shared_memory_tensor",
+    "allocated_shared_memory_regions",
+    "destroy_shared_memory_region",
+]
+
+
 def test_public_names_cover_tritonclients() -> None:
-    expected = {
-        "create_shared_memory_region",
-        "get_raw_handle",
-        "set_shared_memory_region",
-        "get_contents_as_numpy",
-        "set_shared_memory_region_from_dlpack",
-        "as_shared_memory_tensor",
-        "allocated_shared_memory_regions",
-        "destroy_shared_memory_region",
-        "CudaSharedMemoryException",
-        "CudaSharedMemoryRegion",
-    }
+    expected = {*TC_FUNCTIONS, "CudaSharedMemoryException", "CudaSharedMemoryRegion"}
     assert expected <= set(cuda_shm.__all__)
     assert all(hasattr(cuda_shm, name) for name in cuda_shm.__all__)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "create_shared_memory_region",
-        "get_raw_handle",
-        "set_shared_memory_region",
-        "get_contents_as_numpy",
-        "set_shared_memory_region_from_dlpack",
-        "as_shared_memory_tensor",
-        "allocated_shared_memory_regions",
-        "destroy_shared_memory_region",
-    ],
-)
+@pytest.mark.parametrize("name", TC_FUNCTIONS)
 def test_signatures_extend_tritonclients(name: str) -> None:
     tc_cuda = pytest.importorskip("tritonclient.utils.cuda_shared_memory")
     ours = list(inspect.signature(getattr(cuda_shm, name)).parameters.values())

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from shm_helpers import new_key, region, run_python
+from shm_helpers import WITHOUT_CUDA_PYTHON, new_key, region, run_python
 
 from tritonhttp.server import Server, parse_args
 from tritonhttp.server.core._cuda_shm import CudaPythonDevice, CudaUnavailable
@@ -164,13 +164,6 @@ def test_without_a_gpu_registration_fails_as_on_a_cpu_only_triton() -> None:
 def test_without_cuda_python_registration_fails_the_same_way() -> None:
     result = run_python(
         """
-        import sys
-        class Hide:
-            def find_spec(self, name, path=None, target=None):
-                if name == "cuda" or name.startswith("cuda."):
-                    raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-                return None
-        sys.meta_path.insert(0, Hide())
         from tritonhttp.server.core._errors import CoreError
         from tritonhttp.server.core._shm import SharedMemoryRegistry
         registry = SharedMemoryRegistry()
@@ -179,7 +172,8 @@ def test_without_cuda_python_registration_fails_the_same_way() -> None:
         except CoreError as e:
             print(e.code.http_status, e.message)
         print(registry.status(kind="cuda"))
-        """
+        """,
+        prelude=WITHOUT_CUDA_PYTHON,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [

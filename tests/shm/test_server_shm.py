@@ -15,7 +15,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shm_helpers import DEV_SHM, KEY_PREFIX, Reply, exchange, new_key
+from server._wire import Reply, exchange
+from shm_helpers import DEV_SHM, KEY_PREFIX, new_key
 
 from tritonhttp.utils import serialize_byte_tensor
 from tritonhttp.utils import shared_memory as shm
@@ -141,6 +142,13 @@ def infer(model: str, inputs: list[Any], outputs: list[Any] | None = None) -> St
     return ("POST", f"/v2/models/{model}/infer", j(doc))
 
 
+def identity_fp32(source: dict[str, Any], **output: Any) -> Step:
+    """identity_all on 16 FP32 values read from a region as ``source`` says, OUT_FP32 written
+    to one as ``output`` says (when given)."""
+    outputs = [shm_output("OUT_FP32", **output)] if output else None
+    return infer("identity_all", [shm_input("IN_FP32", "FP32", [16], **source)], outputs)
+
+
 def cuda_register(name: str, b64: Any = None, **fields: Any) -> Step:
     doc: dict[str, Any] = dict(fields)
     if b64 is not None:
@@ -220,7 +228,7 @@ def test_status_register_and_inference_through_regions(
     servers: dict[str, str], objects: Objects
 ) -> None:
     k = objects.keys
-    fp32 = [16]
+    in0 = {"region": "in0", "size": 64}  # 16 FP32 values at the start of region in0
     handle = base64.b64encode(bytes(range(64))).decode()
     steps: list[Step] = [
         register("in0", k["a"], 4096),
@@ -245,101 +253,45 @@ def test_status_register_and_inference_through_regions(
         ("POST", f"{CUDA}/region/cu/register", j({"raw_handle": {}, "device_id": 0})),
         ("POST", f"{CUDA}/register", j({})),
         # inputs and outputs in regions
-        infer("identity_all", [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64)]),
-        infer(
-            "identity_all",
-            [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64, offset=128)],
-            [shm_output("OUT_FP32", region="out0", size=64, offset=256)],
+        identity_fp32(in0),
+        identity_fp32(
+            {"region": "in0", "size": 64, "offset": 128}, region="out0", size=64, offset=256
         ),
-        infer(
-            "identity_all",
-            [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64)],
-            [shm_output("OUT_FP32", region="out0", size=4096, extra={"binary_data": False})],
-        ),
-        infer(
-            "identity_all",
-            [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64)],
-            [shm_output("OUT_FP32", region="out0", size=64, extra={"binary_data": True})],
-        ),
-        infer(
-            "identity_all",
-            [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64)],
-            [shm_output("OUT_FP32", region="out0", size=64, extra={"classification": 2})],
-        ),
+        identity_fp32(in0, region="out0", size=4096, extra={"binary_data": False}),
+        identity_fp32(in0, region="out0", size=64, extra={"binary_data": True}),
+        identity_fp32(in0, region="out0", size=64, extra={"classification": 2}),
         # bounds of inputs
-        infer(
-            "identity_all", [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64, offset=4096)]
-        ),
-        infer(
-            "identity_all", [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64, offset=4090)]
-        ),
-        infer(
-            "identity_all", [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64, offset=4032)]
-        ),
-        infer("identity_all", [shm_input("IN_FP32", "FP32", fp32, region="in0", size=4097)]),
-        infer("identity_all", [shm_input("IN_FP32", "FP32", fp32, region="in0")]),
-        infer("identity_all", [shm_input("IN_FP32", "FP32", fp32, region="in0", size=0)]),
+        identity_fp32({"region": "in0", "size": 64, "offset": 4096}),
+        identity_fp32({"region": "in0", "size": 64, "offset": 4090}),
+        identity_fp32({"region": "in0", "size": 64, "offset": 4032}),
+        identity_fp32({"region": "in0", "size": 4097}),
+        identity_fp32({"region": "in0"}),
+        identity_fp32({"region": "in0", "size": 0}),
         infer("identity_all", [shm_input("IN_FP32", "FP32", [0], region="in0", size=0)]),
-        infer(
-            "identity_all", [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64, offset=-1)]
-        ),
-        infer("identity_all", [shm_input("IN_FP32", "FP32", fp32, region="in0", size="64")]),
-        infer("identity_all", [shm_input("IN_FP32", "FP32", fp32, region="in0", size=2**64)]),
-        infer("identity_all", [shm_input("IN_FP32", "FP32", fp32, region=5, size=64)]),
-        infer("identity_all", [shm_input("IN_FP32", "FP32", fp32, region="nope", size=64)]),
-        infer("identity_all", [shm_input("IN_FP32", "FP32", fp32, region="in0\u0000", size=64)]),
+        identity_fp32({"region": "in0", "size": 64, "offset": -1}),
+        identity_fp32({"region": "in0", "size": "64"}),
+        identity_fp32({"region": "in0", "size": 2**64}),
+        identity_fp32({"region": 5, "size": 64}),
+        identity_fp32({"region": "nope", "size": 64}),
+        identity_fp32({"region": "in0\u0000", "size": 64}),
         # sizes that do not match the tensor
-        infer("identity_all", [shm_input("IN_FP32", "FP32", fp32, region="in0", size=60)]),
+        identity_fp32({"region": "in0", "size": 60}),
         infer("identity_all", [shm_input("IN_FP32", "FP32", [15], region="in0", size=64)]),
         infer("identity_all", [shm_input("IN_INT64", "INT64", [7], region="in0", size=60)]),
         infer("identity_all", [shm_input("IN_FP16", "FP16", [33], region="in0", size=64)]),
         # outputs: bounds, too small, unknown
-        infer(
-            "identity_all",
-            [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64)],
-            [shm_output("OUT_FP32", region="out0", size=32)],
-        ),
-        infer(
-            "identity_all",
-            [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64)],
-            [shm_output("OUT_FP32", region="out0", size=64, offset=4064)],
-        ),
-        infer(
-            "identity_all",
-            [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64)],
-            [shm_output("OUT_FP32", region="out0", size=64, offset=4096)],
-        ),
-        infer(
-            "identity_all",
-            [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64)],
-            [shm_output("OUT_FP32", region="out0")],
-        ),
-        infer(
-            "identity_all",
-            [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64)],
-            [shm_output("OUT_FP32", region="gone", size=64)],
-        ),
-        infer(
-            "identity_all",
-            [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64)],
-            [shm_output("OUT_FP32", region="out0\u0000x", size=64)],
-        ),
+        identity_fp32(in0, region="out0", size=32),
+        identity_fp32(in0, region="out0", size=64, offset=4064),
+        identity_fp32(in0, region="out0", size=64, offset=4096),
+        identity_fp32(in0, region="out0"),
+        identity_fp32(in0, region="gone", size=64),
+        identity_fp32(in0, region="out0\u0000x", size=64),
         # one region for inputs and outputs, overlapping: outputs overwrite in place
-        infer(
-            "identity_all",
-            [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64)],
-            [shm_output("OUT_FP32", region="in0", size=64, offset=32)],
+        identity_fp32(in0, region="in0", size=64, offset=32),
+        identity_fp32(
+            {"region": "in0", "size": 64, "offset": 64}, region="in0", size=64, offset=32
         ),
-        infer(
-            "identity_all",
-            [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64, offset=64)],
-            [shm_output("OUT_FP32", region="in0", size=64, offset=32)],
-        ),
-        infer(
-            "identity_all",
-            [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64)],
-            [shm_output("OUT_FP32", region="in0", size=64)],
-        ),
+        identity_fp32(in0, region="in0", size=64),
         # two inputs from one region; shm next to JSON inputs; both outputs to regions
         infer(
             "add_sub",
@@ -386,7 +338,7 @@ def test_status_register_and_inference_through_regions(
         ("GET", f"{SYS}/region/out0/status", ""),
         ("POST", f"{SYS}/region/in0/unregister", ""),
         ("GET", f"{SYS}/region/in0/status", ""),
-        infer("identity_all", [shm_input("IN_FP32", "FP32", fp32, region="in0", size=64)]),
+        identity_fp32(in0),
         ("POST", f"{CUDA}/unregister", ""),
         ("GET", f"{SYS}/status", ""),
         ("POST", f"{SYS}/unregister", ""),
@@ -560,6 +512,17 @@ def _as_numpy(result: Any) -> Any:
         return f"KeyError: {e}"
 
 
+def _refused_calls(client: Any, keys: dict[str, str]) -> list[Callable[[], Any]]:
+    """Calls that fail on both servers (an aio client's return awaitables)."""
+    return [
+        lambda: client.register_system_shared_memory("in0", keys["a"], 64),
+        lambda: client.get_system_shared_memory_status("nope"),
+        lambda: client.register_system_shared_memory("x", "/../etc/passwd", 64),
+        lambda: client.register_cuda_shared_memory("cu", base64.b64encode(bytes(64)), 0, 64),
+        lambda: client.get_cuda_shared_memory_status("in0"),
+    ]
+
+
 def _sync_calls(url: str, keys: dict[str, str]) -> list[Any]:
     import tritonhttp as httpclient
     from tritonhttp import InferenceServerException
@@ -570,13 +533,7 @@ def _sync_calls(url: str, keys: dict[str, str]) -> list[Any]:
         client.register_system_shared_memory("out0", keys["b"], 128, offset=0)
         seen.append(client.get_system_shared_memory_status())
         seen.append(client.get_system_shared_memory_status("in0"))
-        for call in (
-            lambda: client.register_system_shared_memory("in0", keys["a"], 64),
-            lambda: client.get_system_shared_memory_status("nope"),
-            lambda: client.register_system_shared_memory("x", "/../etc/passwd", 64),
-            lambda: client.register_cuda_shared_memory("cu", base64.b64encode(bytes(64)), 0, 64),
-            lambda: client.get_cuda_shared_memory_status("in0"),
-        ):
+        for call in _refused_calls(client, keys):
             try:
                 call()
                 seen.append("no error")
@@ -607,13 +564,7 @@ async def _aio_calls(url: str, keys: dict[str, str]) -> list[Any]:
         await client.register_system_shared_memory("out0", keys["b"], 128, offset=0)
         seen.append(await client.get_system_shared_memory_status())
         seen.append(await client.get_system_shared_memory_status("in0"))
-        for call in (
-            lambda: client.register_system_shared_memory("in0", keys["a"], 64),
-            lambda: client.get_system_shared_memory_status("nope"),
-            lambda: client.register_system_shared_memory("x", "/../etc/passwd", 64),
-            lambda: client.register_cuda_shared_memory("cu", base64.b64encode(bytes(64)), 0, 64),
-            lambda: client.get_cuda_shared_memory_status("in0"),
-        ):
+        for call in _refused_calls(client, keys):
             try:
                 await call()
                 seen.append("no error")

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shm_helpers import DEV_SHM, KEY_PREFIX, exchange, new_key, region
+from server._wire import exchange
+from shm_helpers import DEV_SHM, KEY_PREFIX, new_key, region
 
 from tritonhttp.server import _launch
 from tritonhttp.server.core._errors import CoreError

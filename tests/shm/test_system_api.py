@@ -8,30 +8,14 @@ import os
 import pickle
 import warnings
 
-import ml_dtypes
 import numpy as np
 import pytest
 import tritonclient.utils.shared_memory as tc_shm
+from _dtypes import NUMERIC
 from shm_helpers import DEV_SHM, KeyFactory, region, tc_attach, tc_detach
 
 from tritonhttp.utils import serialize_byte_tensor
 from tritonhttp.utils import shared_memory as shm
-
-NUMERIC = [
-    np.bool_,
-    np.int8,
-    np.int16,
-    np.int32,
-    np.int64,
-    np.uint8,
-    np.uint16,
-    np.uint32,
-    np.uint64,
-    np.float16,
-    np.float32,
-    np.float64,
-    ml_dtypes.bfloat16,
-]
 
 
 def sample(dtype: object, shape: tuple[int, ...] = (3, 5)) -> np.ndarray:

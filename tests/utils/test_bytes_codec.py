@@ -7,6 +7,7 @@ import struct
 import numpy as np
 import pytest
 import tritonclient.utils as tcu
+from _dtypes import NUMPY_NUMERIC
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -86,18 +87,7 @@ def test_invalid_dtype_and_sizes() -> None:
 @pytest.mark.parametrize(
     "dtype",
     [
-        np.bool_,
-        np.int8,
-        np.int16,
-        np.int32,
-        np.int64,
-        np.uint8,
-        np.uint16,
-        np.uint32,
-        np.uint64,
-        np.float16,
-        np.float32,
-        np.float64,
+        *NUMPY_NUMERIC,
         np.object_,
         "S5",
         "U3",

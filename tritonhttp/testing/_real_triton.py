@@ -16,16 +16,21 @@ import os
 import platform
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+from ._process import (
+    Repositories,
+    ServerProcess,
+    free_port,
+    repository_flags,
+    stopping,
+    wait_until_up,
+)
 
 #: nvidia-pytriton 0.7.0 bundles tritonserver 2.51.0 (Triton release 24.10).
 PYTRITON_VERSION = "0.7.0"
@@ -131,38 +136,11 @@ def ensure_installed(log: Sequence[str] | None = None) -> RealTritonInstall:
     return install
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class RealTriton:
+@dataclass(kw_only=True)
+class RealTriton(ServerProcess):
     """A running tritonserver process bound to 127.0.0.1."""
 
-    process: subprocess.Popen[bytes]
-    http_port: int
-    metrics_port: int
     grpc_port: int
-    log_path: Path
-    args: list[str] = field(default_factory=list)
-
-    @property
-    def url(self) -> str:
-        """``host:port`` as tritonclient expects it."""
-        return f"127.0.0.1:{self.http_port}"
-
-    @property
-    def metrics_url(self) -> str:
-        return f"127.0.0.1:{self.metrics_port}"
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
 
     def stop(self, timeout: float = 15.0) -> None:
         """Stop the server and every stub it started (stubs ignore SIGTERM)."""
@@ -177,18 +155,8 @@ class RealTriton:
             self.process.wait(5)
 
 
-def _http_status(url: str) -> int | None:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return int(r.status)
-    except urllib.error.HTTPError as e:
-        return int(e.code)
-    except OSError:
-        return None
-
-
 def start(
-    model_repository: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    model_repository: Repositories,
     *extra_args: str,
     log_path: str | os.PathLike[str] | None = None,
     wait_ready: bool = True,
@@ -201,17 +169,10 @@ def start(
     once ``timeout`` has passed half-way.
     """
     install = ensure_installed()
-    repos = (
-        [model_repository]
-        if isinstance(model_repository, (str, os.PathLike))
-        else list(model_repository)
-    )
     http, grpc, metrics = free_port(), free_port(), free_port()
     log = Path(log_path) if log_path else Path(cache_dir()) / "logs" / f"tritonserver-{http}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    args = [str(install.binary)]
-    for r in repos:
-        args.append(f"--model-repository={Path(r).resolve()}")
+    args = [str(install.binary), *repository_flags(model_repository)]
     args += [
         f"--backend-directory={install.backends}",
         "--http-address=127.0.0.1",
@@ -230,31 +191,15 @@ def start(
             env=install.environ(),
             start_new_session=True,
         )
-    server = RealTriton(proc, http, metrics, grpc, log, args)
-    deadline = time.monotonic() + timeout
-    base = f"http://127.0.0.1:{http}/v2/health/"
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(
-                f"tritonserver exited with {proc.returncode}:\n{server.log()[-4000:]}"
-            )
-        live = _http_status(base + "live") == 200
-        if live and (not wait_ready or _http_status(base + "ready") == 200):
-            return server
-        time.sleep(0.1)
-    server.stop()
-    raise RuntimeError(f"tritonserver did not become ready in {timeout}s:\n{server.log()[-4000:]}")
+    server = RealTriton(
+        process=proc, http_port=http, metrics_port=metrics, grpc_port=grpc, log_path=log, args=args
+    )
+    wait_until_up(server, "tritonserver", wait_ready=wait_ready, timeout=timeout, poll=0.1)
+    return server
 
 
 @contextlib.contextmanager
-def running(
-    model_repository: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    *extra_args: str,
-    **kw: object,
-) -> Iterator[RealTriton]:
+def running(model_repository: Repositories, *extra_args: str, **kw: object) -> Iterator[RealTriton]:
     """Context manager around :func:`start` that always stops the server."""
-    server = start(model_repository, *extra_args, **kw)  # type: ignore[arg-type]
-    try:
+    with stopping(start(model_repository, *extra_args, **kw)) as server:  # type: ignore[arg-type]
         yield server
-    finally:
-        server.stop()

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,16 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._process import free_port
+
 if TYPE_CHECKING:
     from tritonhttp import InferenceServerClient
 
 __all__ = ["ServedRepository", "triton_client", "triton_server"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class _ThreadedServer:
@@ -158,7 +153,7 @@ def triton_server() -> Iterator[ServeRepository]:
                 process.stop()
 
         else:
-            port = _free_port()
+            port = free_port()
             threaded = _ThreadedServer(
                 [f"--model-repository={Path(repository).resolve()}", f"--http-port={port}",
                  "--allow-metrics=false", *flags]
