@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         ours = by["ours"]
         if "reference" in by:
             ref = by["reference"]
-            print(f"{case}: ours {ours:.4g}, reference {ref:.4g}, ratio {ours / ref:.2f}")
+            print(f"{case}: ours {ours:.5g}, reference {ref:.5g}, ratio {ours / ref:.2f}")
         else:
             print(f"{case}: ours {ours:.4g}")
     return 0
