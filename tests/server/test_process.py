@@ -59,6 +59,10 @@ def _run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
         (["--model-repository", str(MODELS), "--model-control-mode=sometimes"], "invalid choice"),
         (["--model-repository", str(MODELS), "--load-model=add_sub"], "--load-model needs"),
         (["--model-repository", str(MODELS), "--strict-readiness=maybe"], "expected a boolean"),
+        (
+            ["--model-repository", str(MODELS), "--http-busy-wait-us=-5"],
+            "--http-busy-wait-us must not be negative",
+        ),
     ],
 )
 def test_bad_flags_are_clear_errors(args: list[str], message: str) -> None:

@@ -89,6 +89,8 @@ class ServerOptions:
     python_isolation: str = "process"
     #: the response cache's size in bytes (``--cache-config local,size=N``); None: no cache
     cache_size: int | None = None
+    #: µs a lone busy connection polls for its client's next request (0: never)
+    http_busy_wait_us: int = 300
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -134,6 +136,10 @@ def _parser() -> argparse.ArgumentParser:
     a("--python-isolation", choices=("process", "in-process"), default=None,
       help="where Python model instances run: 'process' (default: one worker process per "
       "instance) or 'in-process' (inside the server: pdb, breakpoints, coverage)")  # fmt: skip
+    a("--http-busy-wait-us", type=int, default=300,
+      help="after answering a client that sends requests back to back, poll this many "
+      "microseconds for its next request before sleeping (0: never; saves a core's "
+      "wake-up per request, costs that much CPU)")  # fmt: skip
     return p
 
 
@@ -210,11 +216,14 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
         log_format=ns.log_format,
         log_file=ns.log_file,
         header_forward_pattern=ns.http_header_forward_pattern,
+        http_busy_wait_us=ns.http_busy_wait_us,
         auto_complete=not (ns.disable_auto_complete_config or ns.strict_model_config is True),
     )
     for repo in opts.model_repositories:
         if not repo.is_dir():
             raise OptionsError(f"failed to stat file {repo}: the model repository does not exist")
+    if ns.http_busy_wait_us < 0:
+        raise OptionsError("--http-busy-wait-us must not be negative")
     if ns.load_model and ns.model_control_mode != "explicit":
         raise OptionsError("--load-model needs --model-control-mode=explicit")
     for spec in ns.http_restricted_api:

@@ -120,7 +120,10 @@ class Server:
         import uvicorn
 
         patch_uvicorn()
-        protocol = http_protocol_class(keep_raw_header_names=o.header_forward_pattern is not None)
+        protocol = http_protocol_class(
+            keep_raw_header_names=o.header_forward_pattern is not None,
+            busy_wait_us=o.http_busy_wait_us,
+        )
         targets: list[tuple[Any, str, int]] = [(self.http, o.http_address, o.http_port)]
         if o.allow_metrics:
             targets.append((self.metrics, o.metrics_address or o.http_address, o.metrics_port))
