@@ -120,7 +120,8 @@ def http_protocol_class(keep_raw_header_names: bool = True, busy_wait_us: int = 
     a virtual machine, more than this server needs for a small request; polling trades
     a little CPU for that latency (the default process isolation's workers do the same).
     """
-    spin_s = busy_wait_us / 1e6
+    # (polling needs select.poll and os.sched_yield: not on Windows)
+    spin_s = busy_wait_us / 1e6 if hasattr(select, "poll") and hasattr(os, "sched_yield") else 0.0
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     except ImportError:  # pragma: no cover
@@ -198,12 +199,13 @@ def http_protocol_class(keep_raw_header_names: bool = True, busy_wait_us: int = 
             connections = state.connections
             if len(connections) > _SPIN_MAX_CONNECTIONS:
                 return
-            fds = [fd for c in connections if (fd := getattr(c, "_fd", -1)) >= 0]
-            if not fds:
-                return
+            poller = select.poll()  # (no FD_SETSIZE limit, unlike select())
+            for c in connections:
+                fd = getattr(c, "_fd", -1)
+                if fd >= 0:
+                    poller.register(fd, select.POLLIN)
             deadline = time.perf_counter() + spin_s
-            poll = select.select
-            while not poll(fds, (), (), 0)[0]:
+            while not poller.poll(0):
                 if time.perf_counter() >= deadline:
                     return
                 os.sched_yield()  # whoever else wants this core goes first
