@@ -51,9 +51,16 @@ def test_preferred_batch_sizes_shape_the_batches(probes: dict[str, Probe]) -> No
     triton, ours = _both(probes, scenario)
     # while the instance is busy a payload closes as soon as it reaches a preferred
     # size (2); the next one is formed when a slot frees, and takes the largest (4)
-    assert triton[0] == [["a"], ["b", "c"], ["d", "e", "f", "g"], ["h"]]
-    assert triton[1]["batches"] == {1: 2, 2: 1, 4: 1}
-    assert ours == triton
+    expected = [["a"], ["b", "c"], ["d", "e", "f", "g"], ["h"]]
+    assert ours[0] == expected
+    assert ours[1]["batches"] == {1: 2, 2: 1, 4: 1}
+    if triton[0] == expected:
+        assert ours == triton
+    else:
+        # real Triton's batcher sometimes races the release of the held request (seen
+        # once in a clean-clone CI run: [d] alone, then [e, f, g, h]); its batches still keep
+        # the arrival order
+        assert [rid for batch in triton[0] for rid in batch] == list("abcdefgh")
 
 
 def test_queue_delay_waits_for_a_preferred_batch(probes: dict[str, Probe]) -> None:
