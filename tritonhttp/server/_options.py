@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
+from .backends.python._settings import ISOLATIONS
+
 __all__ = ["OptionsError", "ServerOptions", "parse_args"]
 
 _API_NAMES = (
@@ -133,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     a("--disable-auto-complete-config", action="store_true")
     a("--strict-model-config", type=_bool, default=None)
     a("--model-load-thread-count", type=int, default=None, help="accepted; loads are concurrent")
-    a("--python-isolation", choices=("process", "in-process"), default=None,
+    a("--python-isolation", choices=ISOLATIONS, default=None,
       help="where Python model instances run: 'process' (default: one worker process per "
       "instance) or 'in-process' (inside the server: pdb, breakpoints, coverage)")  # fmt: skip
     a("--http-busy-wait-us", type=int, default=300,
@@ -256,7 +258,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
             raise OptionsError(f"--backend-config expects <backend>,<key>=<value>, got '{spec}'")
         opts.backend_config.setdefault(backend, {})[key] = value
     isolation = opts.backend_config.get("python", {}).get("isolation", "process")
-    if isolation not in ("process", "in-process"):
+    if isolation not in ISOLATIONS:
         raise OptionsError(
             f"--backend-config=python,isolation={isolation}: expected 'process' or 'in-process'"
         )
@@ -266,7 +268,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
         and not ns.python_isolation
         and "isolation" not in opts.backend_config.get("python", {})
     ):
-        if env_isolation not in ("process", "in-process"):
+        if env_isolation not in ISOLATIONS:
             raise OptionsError(
                 f"TRITONHTTP_PYTHON_ISOLATION={env_isolation}: expected 'process' or 'in-process'"
             )

@@ -64,32 +64,27 @@ async def read_body(
         raise _too_large()
     if _PREALLOCATE >= expected > len(body):
         view = np.empty(expected, dtype=np.uint8).data
-        filled = len(body)
-        view[:filled] = body
-        sink = None
-        if scope is not None and BODY_SINK in scope:
-            sink = scope[BODY_SINK] = BodySink(view, filled)
+        sink = BodySink(view, 0)
+        sink.take(body)
+        # our uvicorn protocol fills the sink itself as the rest arrives; receive() then
+        # brings only what did not fit
+        hooked = scope is not None and BODY_SINK in scope
+        if hooked:
+            scope[BODY_SINK] = sink  # type: ignore[index]
         try:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
                     raise ConnectionError("client disconnected")
-                if sink is not None:
-                    filled = sink.filled
                 chunk = message.get("body", b"")
-                end = filled + len(chunk)
-                if end > expected:  # longer than announced: fall back to growing
-                    buf = bytearray(view[:filled])
+                if not sink.take(chunk):  # longer than announced: fall back to growing
+                    buf = bytearray(view[: sink.filled])
                     buf += chunk
                     break
-                view[filled:end] = chunk
-                filled = end
-                if sink is not None:
-                    sink.filled = filled
                 if not message.get("more_body", False):
-                    return view[:filled]
+                    return view[: sink.filled]
         finally:
-            if sink is not None:
+            if hooked:
                 scope[BODY_SINK] = None  # type: ignore[index]
     else:
         buf = bytearray(body)

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from ...core._errors import Code, CoreError
 from ...core.model_config_pb2 import ModelConfig
 
-__all__ = ["ISOLATION_PARAMETER", "BackendSettings"]
+__all__ = ["ISOLATIONS", "ISOLATION_PARAMETER", "BackendSettings"]
 
 MIB = 1024 * 1024
 #: model config parameter choosing the isolation of one model ("process" / "in-process")
 ISOLATION_PARAMETER = "ISOLATION"
-_ISOLATIONS = ("process", "in-process")
+#: where Python model instances can run
+ISOLATIONS = ("process", "in-process")
 _INLINE = ("auto", "always", "never")
 
 
@@ -71,7 +72,7 @@ class BackendSettings:
             raise CoreError("shm-region-prefix-name must not contain '/'.", Code.INVALID_ARG)
         _int(values, "thread-pool-size", 32)  # accepted; workers need no thread pool here
         isolation = values.get("isolation", "process")
-        if isolation not in _ISOLATIONS:
+        if isolation not in ISOLATIONS:
             raise CoreError(
                 f"unknown isolation '{isolation}' (expected 'process' or 'in-process')",
                 Code.INVALID_ARG,
@@ -94,7 +95,7 @@ class BackendSettings:
         if param is None:
             return self.isolation
         value = param.string_value.strip()
-        if value not in _ISOLATIONS:
+        if value not in ISOLATIONS:
             raise CoreError(
                 f"unknown value '{value}' for parameter '{ISOLATION_PARAMETER}' (expected "
                 "'process' or 'in-process')",
