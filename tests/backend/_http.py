@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from server._wire import Reply, exchange
+from server._wire import Reply, exchange, infer_body
 
 __all__ = [
     "Reply",
@@ -17,16 +17,6 @@ __all__ = [
     "mode_call",
     "output",
 ]
-
-
-def infer_body(*inputs: tuple[str, str, list[int], list[Any]], **extra: Any) -> str:
-    return json.dumps(
-        {
-            **extra,
-            "inputs": [{"name": n, "datatype": d, "shape": s, "data": v} for n, d, s, v in inputs],
-        },
-        separators=(",", ":"),
-    )
 
 
 def infer(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,11 +57,14 @@ def exchange(
     url: str,
     method: str,
     path: str,
-    body: bytes | str = b"",
+    body: bytes | str | Iterable[bytes] = b"",
     headers: dict[str, str] | None = None,
     timeout: float = 60.0,
 ) -> Reply:
-    """One request on a fresh connection (``url`` is ``host:port``)."""
+    """One request on a fresh connection (``url`` is ``host:port``).
+
+    A body given as pieces is sent piece by piece (give its Content-Length in
+    ``headers``, or it goes out chunked)."""
     host, port = url.rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
     try:
@@ -73,6 +77,17 @@ def exchange(
         return Reply(r.status, {k.lower(): v for k, v in r.getheaders()}, payload)
     finally:
         conn.close()
+
+
+def infer_body(*inputs: tuple[str, str, list[int], list[Any]], **extra: Any) -> str:
+    """A compact JSON /infer body of ``(name, datatype, shape, data)`` inputs."""
+    return json.dumps(
+        {
+            **extra,
+            "inputs": [{"name": n, "datatype": d, "shape": s, "data": v} for n, d, s, v in inputs],
+        },
+        separators=(",", ":"),
+    )
 
 
 def binary_request(

@@ -8,8 +8,8 @@ sockets: answered once the poll ends) must all be answered, correctly.
 
 from __future__ import annotations
 
+import http.client
 import json
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,27 +27,14 @@ BODY = json.dumps({"inputs": [
 ]}).encode()  # fmt: skip
 
 
-def _request(url: str) -> bytes:
-    return (
-        f"POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: {url}\r\n"
-        f"Content-Length: {len(BODY)}\r\n\r\n"
-    ).encode() + BODY
-
-
-def _answer(sock: socket.socket) -> dict[str, Any]:
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        assert chunk, "connection closed"
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 200"), head
-    length = int(head.lower().split(b"\r\ncontent-length:")[1].split(b"\r\n")[0])
-    while len(body) < length:
-        body += sock.recv(65536)
+def _infer(conn: http.client.HTTPConnection) -> None:
+    """One add_sub request on ``conn`` (kept alive), its answer checked."""
+    conn.request("POST", "/v2/models/add_sub/infer", body=BODY)
+    reply = conn.getresponse()
+    body = reply.read()
+    assert reply.status == 200, body
     outputs = {o["name"]: o["data"] for o in json.loads(body)["outputs"]}
     assert outputs == {"OUTPUT0": [2.0, 3.0, 4.0, 5.0], "OUTPUT1": [0.0, 1.0, 2.0, 3.0]}
-    return outputs
 
 
 @pytest.fixture(scope="module")
@@ -58,20 +45,24 @@ def polling_server(bundled_server_factory: Callable[..., _launch.BundledServer])
 
 
 def test_requests_during_the_poll_are_all_answered(polling_server: Any) -> None:
-    url = polling_server.url
-    host, port = url.split(":")
-    a = socket.create_connection((host, int(port)), timeout=10)
-    b = socket.create_connection((host, int(port)), timeout=10)
-    with a, b:
+    host, port = polling_server.url.split(":")
+
+    def connect() -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(host, int(port), timeout=10)
+
+    a, b = connect(), connect()
+    try:
         for _ in range(3):  # back to back: the server polls after each answer
-            a.sendall(_request(url))
-            _answer(a)
-        b.sendall(_request(url))  # another open connection, during the poll
-        _answer(b)
-        a.sendall(_request(url))
-        _answer(a)
+            _infer(a)
+        _infer(b)  # another open connection, during the poll
+        _infer(a)
         t0 = time.perf_counter()
-        with socket.create_connection((host, int(port)), timeout=10) as c:
-            c.sendall(_request(url))  # a new connection, not among the polled ones
-            _answer(c)
+        c = connect()  # a new connection, not among the polled ones
+        try:
+            _infer(c)
+        finally:
+            c.close()
         assert time.perf_counter() - t0 < 5  # at most one poll's delay, never a hang
+    finally:
+        a.close()
+        b.close()

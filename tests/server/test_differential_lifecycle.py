@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ._wire import ADD_SUB_IO, Reply, exchange
+from ._wire import ADD_SUB_IO, Reply, exchange, infer_body
 from .test_differential_state import _mask
 
 pytestmark = pytest.mark.real_triton
@@ -21,15 +21,6 @@ ARGS = ("--model-control-mode=explicit", "--strict-readiness=true")
 
 def j(doc: Any) -> str:
     return json.dumps(doc, separators=(",", ":"))
-
-
-def infer_body(inputs: list[tuple[str, str, list[int], list[Any]]], **extra: Any) -> str:
-    return j(
-        {
-            **extra,
-            "inputs": [{"name": n, "datatype": d, "shape": s, "data": v} for n, d, s, v in inputs],
-        }
-    )
 
 
 Step = tuple[str, str, str | bytes, dict[str, str]]
@@ -92,23 +83,23 @@ STEPS: list[Step] = [
     ("GET", "/v2/models/specific_ver/versions/2", "", {}),
     ("GET", "/v2/models/latest2/versions/1", "", {}),
     ("GET", "/v2/models/broken_model/versions/1", "", {}),
-    ("POST", "/v2/models/multi_ver/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
-    ("POST", "/v2/models/multi_ver/versions/2/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
+    ("POST", "/v2/models/multi_ver/infer", infer_body(("IN", "INT32", [1], [0])), {}),
+    ("POST", "/v2/models/multi_ver/versions/2/infer", infer_body(("IN", "INT32", [1], [0])), {}),
     (
         "POST",
         "/v2/models/specific_ver/versions/2/infer",
-        infer_body([("IN", "INT32", [1], [0])]),
+        infer_body(("IN", "INT32", [1], [0])),
         {},
     ),
-    ("POST", "/v2/models/latest2/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
-    ("POST", "/v2/models/broken_model/infer", infer_body([("IN", "FP32", [1], [0])]), {}),
-    ("POST", "/v2/models/decoupled/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
-    ("POST", "/v2/models/noconfig/infer", infer_body([("IN", "FP32", [2, 2], [1, 2, 3, 4])]), {}),
+    ("POST", "/v2/models/latest2/infer", infer_body(("IN", "INT32", [1], [0])), {}),
+    ("POST", "/v2/models/broken_model/infer", infer_body(("IN", "FP32", [1], [0])), {}),
+    ("POST", "/v2/models/decoupled/infer", infer_body(("IN", "INT32", [1], [0])), {}),
+    ("POST", "/v2/models/noconfig/infer", infer_body(("IN", "FP32", [2, 2], [1, 2, 3, 4])), {}),
     (
         "POST",
         "/v2/models/classify/infer",
         infer_body(
-            [("IN", "FP32", [4], [0.5, 0.9, 0.1, 0.7])],
+            ("IN", "FP32", [4], [0.5, 0.9, 0.1, 0.7]),
             outputs=[{"name": "OUT", "parameters": {"classification": 2}}],
         ),
         {},
@@ -117,7 +108,7 @@ STEPS: list[Step] = [
         "POST",
         "/v2/models/classify/infer",
         infer_body(
-            [("IN", "FP32", [4], [0.5, 0.9, 0.1, 0.7])],
+            ("IN", "FP32", [4], [0.5, 0.9, 0.1, 0.7]),
             outputs=[{"name": "OUT", "parameters": {"classification": 3, "binary_data": True}}],
         ),
         {},
@@ -125,36 +116,36 @@ STEPS: list[Step] = [
     (
         "POST",
         "/v2/models/cfgmodel/infer",
-        infer_body([("INPUT0", "FP32", [1, 2, 2], [1, 2, 3, 4])]),
+        infer_body(("INPUT0", "FP32", [1, 2, 2], [1, 2, 3, 4])),
         {},
     ),
     (
         "POST",
         "/v2/models/cfgmodel/infer",
-        infer_body([("INPUT0", "FP32", [5, 2, 2], [0] * 20)]),
+        infer_body(("INPUT0", "FP32", [5, 2, 2], [0] * 20)),
         {},
     ),
-    ("POST", "/v2/models/cfgmodel/infer", infer_body([("INPUT0", "FP32", [2, 4], [0] * 8)]), {}),
-    ("POST", "/v2/models/no_execute/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
+    ("POST", "/v2/models/cfgmodel/infer", infer_body(("INPUT0", "FP32", [2, 4], [0] * 8)), {}),
+    ("POST", "/v2/models/no_execute/infer", infer_body(("IN", "INT32", [1], [0])), {}),
     *[
-        ("POST", "/v2/models/exec_errors/infer", infer_body([("MODE", "INT32", [1], [m])]), {})
+        ("POST", "/v2/models/exec_errors/infer", infer_body(("MODE", "INT32", [1], [m])), {})
         for m in range(11)
     ],
     (
         "POST",
         "/v2/models/exec_errors/infer",
         infer_body(
-            [("MODE", "INT32", [1], [8])],
+            ("MODE", "INT32", [1], [8]),
             outputs=[{"name": "OUT", "parameters": {"binary_data": True}}],
         ),
         {},
     ),
-    ("POST", "/v2/models/param_echo/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
+    ("POST", "/v2/models/param_echo/infer", infer_body(("IN", "INT32", [1], [0])), {}),
     (
         "POST",
         "/v2/models/param_echo/infer",
         infer_body(
-            [("IN", "INT32", [1], [0])],
+            ("IN", "INT32", [1], [0]),
             id="rid-7",
             parameters={
                 "mode": "ok",
@@ -176,58 +167,58 @@ STEPS: list[Step] = [
         "POST",
         "/v2/models/param_echo/infer",
         infer_body(
-            [("IN", "INT32", [1], [0])],
+            ("IN", "INT32", [1], [0]),
             parameters={"sequence_id": "abc", "sequence_end": True},
             outputs=[{"name": "INFO"}],
         ),
         {},
     ),
-    ("POST", "/v2/models/seq_accum/infer", infer_body([("INPUT", "INT32", [1], [1])]), {}),
+    ("POST", "/v2/models/seq_accum/infer", infer_body(("INPUT", "INT32", [1], [1])), {}),
     (
         "POST",
         "/v2/models/seq_accum/infer",
-        infer_body([("INPUT", "INT32", [1], [1])], parameters={"sequence_id": 5}),
+        infer_body(("INPUT", "INT32", [1], [1]), parameters={"sequence_id": 5}),
         {},
     ),
     (
         "POST",
         "/v2/models/seq_accum/infer",
         infer_body(
-            [("INPUT", "INT32", [1], [1])], parameters={"sequence_id": 5, "sequence_start": True}
+            ("INPUT", "INT32", [1], [1]), parameters={"sequence_id": 5, "sequence_start": True}
         ),
         {},
     ),
     (
         "POST",
         "/v2/models/seq_accum/infer",
-        infer_body([("INPUT", "INT32", [1], [2])], parameters={"sequence_id": 5}),
+        infer_body(("INPUT", "INT32", [1], [2]), parameters={"sequence_id": 5}),
         {},
     ),
     (
         "POST",
         "/v2/models/seq_accum/infer",
         infer_body(
-            [("INPUT", "INT32", [1], [3])], parameters={"sequence_id": 5, "sequence_end": True}
+            ("INPUT", "INT32", [1], [3]), parameters={"sequence_id": 5, "sequence_end": True}
         ),
         {},
     ),
     (
         "POST",
         "/v2/models/seq_accum/infer",
-        infer_body([("INPUT", "INT32", [1], [3])], parameters={"sequence_id": 5}),
+        infer_body(("INPUT", "INT32", [1], [3]), parameters={"sequence_id": 5}),
         {},
     ),
     (
         "POST",
         "/v2/models/seq_accum/infer",
         infer_body(
-            [("INPUT", "INT32", [1], [4])],
+            ("INPUT", "INT32", [1], [4]),
             parameters={"sequence_id": "abc", "sequence_start": True, "sequence_end": True},
         ),
         {},
     ),
     ("POST", "/v2/repository/models/multi_ver/unload", "", {}),
-    ("POST", "/v2/models/multi_ver/infer", infer_body([("IN", "INT32", [1], [0])]), {}),
+    ("POST", "/v2/models/multi_ver/infer", infer_body(("IN", "INT32", [1], [0])), {}),
     ("GET", "/v2/models/multi_ver", "", {}),
     ("GET", "/v2/models/multi_ver/stats", "", {}),
     ("POST", "/v2/repository/models/broken_model/unload", "", {}),
@@ -272,7 +263,7 @@ STEPS: list[Step] = [
     # a model from files sent with the load request: served, but never in the index
     ("POST", "/v2/repository/models/uploaded/load", UPLOAD, {}),
     ("GET", "/v2/models/uploaded/ready", "", {}),
-    ("POST", "/v2/models/uploaded/infer", infer_body([("IN", "INT32", [1], [5])]), {}),
+    ("POST", "/v2/models/uploaded/infer", infer_body(("IN", "INT32", [1], [5])), {}),
     ("POST", "/v2/repository/index", "", {}),
     ("POST", "/v2/repository/index", '{"ready":true}', {}),
     ("POST", "/v2/repository/models/uploaded/unload", "", {}),
@@ -341,7 +332,7 @@ def test_full_queue_answers_503(
     repo = model_repo("special")
 
     args = ("--model-control-mode=explicit", "--load-model=queue1")
-    body = infer_body([("IN", "INT32", [1, 1], [7])])
+    body = infer_body(("IN", "INT32", [1, 1], [7]))
     answers = []
     for server in (real_triton_factory(repo, *args), bundled_server_factory(repo, *args)):
         replies: list[Reply] = []

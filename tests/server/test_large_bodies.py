@@ -8,51 +8,37 @@ back, and pin the sink's rule that nothing is taken out of order.
 
 from __future__ import annotations
 
-import json
-import re
-import socket
+import itertools
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
 from tritonhttp.server import _launch
 
+from ._wire import binary_request, exchange
+
 
 def _identity_round_trip(url: str, payload: np.ndarray, pieces: int, pause: float) -> bytes:
-    blob = payload.tobytes()
-    head = json.dumps({
-        "inputs": [{"name": "IN_FP32", "datatype": "FP32", "shape": [payload.size],
-                    "parameters": {"binary_data_size": len(blob)}}],
-        "outputs": [{"name": "OUT_FP32", "parameters": {"binary_data": True}}],
-    }).encode()  # fmt: skip
-    host, port = url.split(":")
-    request = (
-        f"POST /v2/models/identity_all/infer HTTP/1.1\r\nHost: {url}\r\n"
-        f"Inference-Header-Content-Length: {len(head)}\r\n"
-        f"Content-Length: {len(head) + len(blob)}\r\n\r\n"
-    ).encode() + head
+    body, headers = binary_request(
+        [("IN_FP32", "FP32", [payload.size], payload.tobytes())],
+        [{"name": "OUT_FP32", "parameters": {"binary_data": True}}],
+    )
     rng = np.random.default_rng(1)
-    cuts = sorted(set(rng.integers(1, len(blob), pieces - 1).tolist()))
-    with socket.create_connection((host, int(port)), timeout=60) as sock:
-        sock.sendall(request)
-        start = 0
-        for cut in [*cuts, len(blob)]:
-            sock.sendall(blob[start:cut])
-            start = cut
+    cuts = [0, *sorted(set(rng.integers(1, len(body), pieces - 1).tolist())), len(body)]
+
+    def pieces_of_body() -> Iterator[bytes]:
+        for start, end in itertools.pairwise(cuts):
+            yield body[start:end]
             if pause:
                 time.sleep(pause)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += sock.recv(65536)
-        header, _, body = data.partition(b"\r\n\r\n")
-        assert header.startswith(b"HTTP/1.1 200"), data[:300]
-        length = int(re.search(rb"(?im)^content-length:\s*(\d+)", header).group(1))  # type: ignore[union-attr]
-        while len(body) < length:
-            chunk = sock.recv(1 << 20)
-            assert chunk, "connection closed early"
-            body += chunk
-    ihcl = int(re.search(rb"(?i)inference-header-content-length:\s*(\d+)", header).group(1))  # type: ignore[union-attr]
-    return body[ihcl:]
+
+    reply = exchange(
+        url, "POST", "/v2/models/identity_all/infer", pieces_of_body(),
+        {**headers, "Content-Length": str(len(body))},
+    )  # fmt: skip
+    assert reply.status == 200, reply
+    return reply.body[int(reply.headers["inference-header-content-length"]) :]
 
 
 def test_large_body_in_uneven_pieces_comes_back_intact(
