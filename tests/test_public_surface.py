@@ -108,7 +108,13 @@ PER_CALL = "client_timeout"
 
 
 def public_attributes(module: types.ModuleType) -> dict[str, Any]:
-    """Public attributes, without subpackages and ``from __future__``/typing helpers."""
+    """Public attributes, without subpackages and ``from __future__``/typing helpers.
+
+    A subpackage of the same distribution is left out wherever it hangs: tritonclient.http
+    star-imports tritonclient.utils, so it has ``shared_memory`` only when
+    tritonclient.utils.shared_memory happened to be imported first.
+    """
+    top = module.__name__.split(".")[0] + "."
     out = {}
     for name, value in vars(module).items():
         # "@py_builtins"/"@pytest_ar": pytest's assertion rewriting, which covers every
@@ -117,7 +123,7 @@ def public_attributes(module: types.ModuleType) -> dict[str, Any]:
             continue
         if isinstance(value, __future__._Feature):
             continue
-        if isinstance(value, types.ModuleType) and value.__name__.startswith(module.__name__ + "."):
+        if isinstance(value, types.ModuleType) and value.__name__.startswith(top):
             continue
         out[name] = value
     return out

@@ -11,7 +11,10 @@ from typing import NoReturn
 
 from .backends.python._settings import ISOLATIONS
 
-__all__ = ["OptionsError", "ServerOptions", "parse_args"]
+__all__ = ["HTTP_SERVERS", "OptionsError", "ServerOptions", "parse_args"]
+
+#: the values of ``--http-server``
+HTTP_SERVERS = ("native", "uvicorn")
 
 _API_NAMES = (
     "health",
@@ -93,6 +96,8 @@ class ServerOptions:
     cache_size: int | None = None
     #: µs a lone busy connection polls for its client's next request (0: never)
     http_busy_wait_us: int = 300
+    #: what serves HTTP: the bundled ``native`` server or ``uvicorn`` (stock)
+    http_server: str = "native"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -142,6 +147,9 @@ def _parser() -> argparse.ArgumentParser:
       help="after answering a client that sends requests back to back, poll this many "
       "microseconds for its next request before sleeping (0: never; saves a core's "
       "wake-up per request, costs that much CPU)")  # fmt: skip
+    a("--http-server", choices=HTTP_SERVERS, default="native",
+      help="what serves HTTP: 'native' (default: this package's HTTP/1.1 server on "
+      "httptools) or 'uvicorn' (stock uvicorn running the same ASGI application)")  # fmt: skip
     return p
 
 
@@ -219,6 +227,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
         log_file=ns.log_file,
         header_forward_pattern=ns.http_header_forward_pattern,
         http_busy_wait_us=ns.http_busy_wait_us,
+        http_server=ns.http_server,
         auto_complete=not (ns.disable_auto_complete_config or ns.strict_model_config is True),
     )
     for repo in opts.model_repositories:

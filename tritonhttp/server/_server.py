@@ -10,9 +10,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ._httpserver import HttpServer
 from ._logging import configure_logging
 from ._options import ServerOptions
-from ._uvicorn import http_protocol_class, patch_uvicorn
+from ._uvicorn import UvicornServer
 from .backends.python import PythonBackend
 from .core._bridge import CoreBridge
 from .core._cache import ResponseCache
@@ -92,7 +93,7 @@ class Server:
         self.http = HttpFrontend(self.core, o.restricted_apis, o.header_forward_pattern)
         self.metrics = MetricsApp(self.core)
         self._stop = asyncio.Event() if sys.version_info >= (3, 10) else None
-        self._uvicorn: list[Any] = []
+        self._listeners: list[HttpServer | UvicornServer] = []
         self._poll: asyncio.Task[None] | None = None
 
     def request_stop(self) -> None:
@@ -117,40 +118,24 @@ class Server:
         """Load the startup models and open the HTTP (and metrics) ports."""
         o = self.options
         await self.load_models()
-        import uvicorn
-
-        patch_uvicorn()
-        protocol = http_protocol_class(
-            keep_raw_header_names=o.header_forward_pattern is not None,
-            busy_wait_us=o.http_busy_wait_us,
-        )
+        kind = HttpServer if o.http_server == "native" else UvicornServer
         targets: list[tuple[Any, str, int]] = [(self.http, o.http_address, o.http_port)]
         if o.allow_metrics:
             targets.append((self.metrics, o.metrics_address or o.http_address, o.metrics_port))
         for app, host, port in targets:
-            config = uvicorn.Config(
+            listener = kind(
                 app,
-                host=host,
-                port=port,
-                loop="none",
-                http=protocol,
-                lifespan="off",
-                access_log=False,
-                log_level="warning",
-                server_header=False,
-                date_header=False,
-                proxy_headers=False,
-                timeout_graceful_shutdown=int(o.exit_timeout_secs) or None,
+                busy_wait_us=o.http_busy_wait_us if app is self.http else 0,
+                keep_raw_header_names=o.header_forward_pattern is not None,
             )
-            config.load()
-            server = uvicorn.Server(config)
-            server.lifespan = config.lifespan_class(config)
-            await server.startup()
-            if server.should_exit or not server.started:
+            try:
+                await listener.listen(host, port)
+            except OSError as e:
+                log.error("failed to start HTTP service at %s:%d: %s", host, port, e)
                 await self._close_servers()
                 await self.repository.shutdown()
-                raise StartupError(f"failed to start HTTP service at {host}:{port}")
-            self._uvicorn.append(server)
+                raise StartupError(f"failed to start HTTP service at {host}:{port}") from None
+            self._listeners.append(listener)
         log.info("Started HTTPService at %s:%d", o.http_address, o.http_port)
         if o.allow_metrics:
             log.info(
@@ -191,12 +176,11 @@ class Server:
         log.info("\n%s", _table(("Option", "Value"), info))
 
     async def _close_servers(self) -> None:
-        for server in self._uvicorn:
-            server.should_exit = True
-        for server in self._uvicorn:
+        timeout = self.options.exit_timeout_secs or None
+        for listener in self._listeners:
             with contextlib.suppress(Exception):
-                await server.shutdown()
-        self._uvicorn = []
+                await listener.shutdown(timeout)
+        self._listeners = []
 
     async def stop(self) -> None:
         """Stop accepting, let in-flight requests finish (up to exit-timeout), unload."""

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import _json
-from .._uvicorn import ON_DISCONNECT
+from .._extensions import ON_DISCONNECT
 from ..core._bridge import instances_ready
 from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import BackendError, Code, CoreError
@@ -696,7 +696,7 @@ class HttpFrontend:
             except BackendError as e:
                 await send_error(send, e, TEXT)
                 return
-            if ON_DISCONNECT in scope:  # our uvicorn protocol reports a lost client
+            if ON_DISCONNECT in scope:  # the bundled HTTP server reports a lost client
                 scope[ON_DISCONNECT] = functools.partial(model.cancel, request)
                 try:
                     response = await model.infer(request)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import rapidjson
 
-from .._uvicorn import BODY_SINK, BodySink
+from .._extensions import BODY_SINK, BodySink
 from ..core._errors import Code, CoreError
 
 __all__ = [
@@ -53,7 +53,7 @@ async def read_body(
     ``expected`` (the Content-Length) lets a large body be assembled in one allocation,
     made by numpy so that it is not zero-filled first (a 64 MiB ``bytearray`` costs a
     memset of its own); such a body comes back as a writable ``memoryview``. With the
-    request's ``scope``, our uvicorn protocol writes the rest of the body straight into
+    request's ``scope``, the bundled HTTP server writes the rest of the body straight into
     that allocation.
     """
     message = await receive()
@@ -66,7 +66,7 @@ async def read_body(
         view = np.empty(expected, dtype=np.uint8).data
         sink = BodySink(view, 0)
         sink.take(body)
-        # our uvicorn protocol fills the sink itself as the rest arrives; receive() then
+        # the bundled HTTP server fills the sink itself as the rest arrives; receive() then
         # brings only what did not fit
         hooked = scope is not None and BODY_SINK in scope
         if hooked:

@@ -1,0 +1,40 @@
+"""What the bundled HTTP server offers the application beyond plain ASGI.
+
+Each is a ``scope`` key; an application that finds a key missing (any other ASGI server,
+``httpx.ASGITransport``) falls back to plain ASGI.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BODY_SINK", "ON_DISCONNECT", "RAW_HEADER_NAMES", "BodySink"]
+
+#: scope key holding the request header names with their original case, in order
+RAW_HEADER_NAMES = "tritonhttp.raw_header_names"
+#: scope key present (value None) when the server calls ``scope[ON_DISCONNECT]()`` if the
+#: client disconnects before the response is complete
+ON_DISCONNECT = "tritonhttp.on_disconnect"
+#: scope key present (value None) when the server can write the rest of the request body
+#: into a :class:`BodySink` the application puts there
+BODY_SINK = "tritonhttp.body_sink"
+
+
+class BodySink:
+    """Where the rest of a request body goes: a writable buffer, filled in order."""
+
+    __slots__ = ("closed", "filled", "view")
+
+    def __init__(self, view: memoryview, filled: int) -> None:
+        self.view = view
+        self.filled = filled
+        self.closed = False
+
+    def take(self, chunk: bytes) -> bool:
+        """Copy ``chunk`` in; False (nothing copied, now or later: the order of the bytes
+        must hold) once a chunk did not fit."""
+        end = self.filled + len(chunk)
+        if self.closed or end > len(self.view):
+            self.closed = True
+            return False
+        self.view[self.filled : end] = chunk
+        self.filled = end
+        return True
