@@ -14,6 +14,9 @@ Measures (each server in turn, several alternating rounds, median kept):
   best of 3 per round),
 * time from process start to ``/v2/health/ready`` with three models (seconds).
 
+``--with-uvicorn`` adds our server under stock uvicorn (``--http-server=uvicorn``) as a
+third contender, to show what the bundled HTTP server buys.
+
 wrk is not installed by this script (``apt-get install -y wrk``); without it the wrk rows
 are skipped with a note. Real Triton comes from ``tritonhttp.testing._real_triton``
 (nvidia-pytriton in a cached venv). Prints ``name: ours X, reference Y, ratio R``.
@@ -126,10 +129,14 @@ class Target:
         self.server: Any = None
 
 
-def _start_ours(repo: Path) -> Any:
+def _start_ours(repo: Path, *flags: str) -> Any:
     from tritonhttp.server import _launch
 
-    return _launch.start(repo, "--log-info=false", "--python-isolation=in-process")
+    return _launch.start(repo, "--log-info=false", "--python-isolation=in-process", *flags)
+
+
+def _start_ours_uvicorn(repo: Path) -> Any:
+    return _start_ours(repo, "--http-server=uvicorn")
 
 
 def _start_real(repo: Path) -> Any:
@@ -151,10 +158,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=3, help="wrk duration per round")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per case")
     parser.add_argument("--skip-real", action="store_true", help="measure our server only")
+    parser.add_argument(
+        "--with-uvicorn",
+        action="store_true",
+        help="also measure our server under --http-server=uvicorn (the HTTP stack it replaced)",
+    )
     args = parser.parse_args(argv)
 
     repo = _repo()
     targets = [Target("ours", _start_ours)]
+    if args.with_uvicorn:
+        targets.append(Target("uvicorn", _start_ours_uvicorn))
     if not args.skip_real:
         from tritonhttp.testing import _real_triton as rt
 
@@ -218,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{case}: ours {ours:.5g}, reference {ref:.5g}, ratio {ours / ref:.2f}")
         else:
             print(f"{case}: ours {ours:.4g}")
+        if "uvicorn" in by:
+            base = by.get("reference", ours)
+            print(f"  under uvicorn: {by['uvicorn']:.5g}, ratio {by['uvicorn'] / base:.2f}")
     return 0
 
 
