@@ -191,11 +191,13 @@ def format_double(x: float) -> str:
     s = _MEMO.get(x)
     if s is not None:
         return s
-    if -_INTEGRAL_LIMIT < x < _INTEGRAL_LIMIT and x.is_integer() and x != 0.0:
+    if x == 0.0:  # (not memoised: 0.0 == -0.0 would mix the two up)
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    if -_INTEGRAL_LIMIT < x < _INTEGRAL_LIMIT and x.is_integer():
         s = f"{int(x)}.0"
     else:
         s = _format_uncached(x)
-    if x == x and x != 0.0:  # NaN never matches; 0.0 == -0.0 would mix the two up
+    if x == x:  # NaN never matches
         if len(_MEMO) >= _MEMO_LIMIT:
             _MEMO.clear()
         _MEMO[x] = s
@@ -208,29 +210,21 @@ _VECTOR_THRESHOLD = 64
 def format_doubles(values: np.ndarray[Any, Any]) -> str:
     """Comma-joined RapidJSON text of a float array (any float dtype; widened to double)."""
     flat = values.reshape(-1)
+    n = flat.size
+    if n < _VECTOR_THRESHOLD:
+        # (tolist widens FP16/FP32 to the same doubles astype would)
+        memo = _MEMO
+        return ",".join([memo.get(x) or format_double(x) for x in flat.tolist()])
     if flat.dtype != np.float64:
         flat = flat.astype(np.float64)
-    n = flat.size
-    if n == 0:
-        return ""
-    if n >= _VECTOR_THRESHOLD:
-        # whole numbers (the common case in tests and demos) print as "<int>.0"
-        with np.errstate(invalid="ignore"):
-            integral = (np.abs(flat) < _INTEGRAL_LIMIT) & (flat == np.trunc(flat))
-        if bool(integral.all()) and not bool(np.signbit(flat[flat == 0.0]).any()):
-            return ".0,".join(map(str, flat.astype(np.int64).tolist())) + ".0"
-        from ._grisu_vec import format_doubles_vectorised
+    # whole numbers (the common case in tests and demos) print as "<int>.0"
+    with np.errstate(invalid="ignore"):
+        integral = (np.abs(flat) < _INTEGRAL_LIMIT) & (flat == np.trunc(flat))
+    if bool(integral.all()) and not bool(np.signbit(flat[flat == 0.0]).any()):
+        return ".0,".join(map(str, flat.astype(np.int64).tolist())) + ".0"
+    from ._grisu_vec import format_doubles_vectorised
 
-        return format_doubles_vectorised(flat)
-    items: list[float] = flat.tolist()
-    memo = _MEMO
-    out = []
-    for x in items:
-        s = memo.get(x)
-        if s is None:
-            s = format_double(x)
-        out.append(s)
-    return ",".join(out)
+    return format_doubles_vectorised(flat)
 
 
 # ----------------------------------------------------------------------------- strings

@@ -82,6 +82,8 @@ class ModelVersion:
         self.labels: dict[str, list[str]] = {}
         #: ``"model_name":...,"model_version":...`` as response JSON (built once)
         self.wire_prefix = b""
+        #: (output name, datatype) -> ``{"name":...,"datatype":...,"shape":[`` (built once)
+        self.wire_heads: dict[tuple[str, str], bytes] = {}
 
     # ------------------------------------------------------------------ setup
 

@@ -150,11 +150,8 @@ class HttpFrontend:
     # ------------------------------------------------------------------ dispatch
 
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path: str = (
-            scope.get("raw_path", b"").decode("latin-1").partition("?")[0]
-            if scope.get("raw_path")
-            else scope["path"]
-        )
+        raw_path = scope.get("raw_path")
+        path: str = raw_path.decode("latin-1").partition("?")[0] if raw_path else scope["path"]
         method: str = scope["method"]
         if path.startswith("/v2/models/"):
             if path == "/v2/models/stats":

@@ -116,10 +116,11 @@ def _json_data(data: Any, wire: str, name: str, count: int) -> np.ndarray[Any, A
     if not isinstance(data, list):
         raise _err500(f"Unable to parse 'data': {_NOT_ARRAY}")
     flat = data
-    for item in data:
-        if isinstance(item, list):
-            flat = _flatten(data)
-            break
+    top = set(map(type, data))
+    types: set[type] | None = top
+    if list in top:
+        flat = _flatten(data)
+        types = None
     if wire == "BYTES":
         items = []
         for x in flat:
@@ -133,8 +134,11 @@ def _json_data(data: Any, wire: str, name: str, count: int) -> np.ndarray[Any, A
         arr[:] = items
         return arr
     n = len(flat)
-    checked = flat[:count] if n > count else flat
-    types = set(map(type, checked))
+    if types is None or n > count:
+        checked = flat[:count] if n > count else flat
+        types = set(map(type, checked))
+    else:
+        checked = flat
     dtype = TRITON_TO_NUMPY[wire]
     if wire == "BOOL":
         if types - {bool}:
@@ -493,14 +497,18 @@ def encode_response(
     parts.append(b',"outputs":[')
     blobs: list[bytes | memoryview] = []
     batching = model.config is not None and model.config.max_batch_size > 0
+    heads = model.wire_heads
     for i, out in enumerate(response.outputs):
         spec = specs.get(out.name)
         if spec is not None and spec.classification:
             out = _classify(out, spec.classification, model.labels.get(out.name), batching)
-        head = (
-            b'{"name":' + _json.escape_str(out.name).encode() + b',"datatype":"'
-            + out.datatype.encode() + b'","shape":[' + ",".join(map(str, out.shape)).encode() + b"]"
-        )  # fmt: skip
+        start = heads.get((out.name, out.datatype))
+        if start is None:
+            start = b'{"name":' + _json.escape_str(out.name).encode() + b',"datatype":"'
+            start += out.datatype.encode() + b'","shape":['
+            if len(heads) < 1024:  # (names come from the model: bounded anyway)
+                heads[(out.name, out.datatype)] = start
+        head = start + ",".join(map(str, out.shape)).encode() + b"]"
         if i:
             parts.append(b",")
         if spec is not None and spec.shm is not None:
