@@ -198,9 +198,7 @@ class _Exchange:
         self.wake()
 
     def wake(self) -> None:
-        waiter = self.waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        _settle(self.waiter)
 
     async def receive(self) -> dict[str, Any]:
         while True:
@@ -360,8 +358,9 @@ async def _resume(coro: Any, yielded: Any) -> None:
             return
 
 
-def _settle(waiter: asyncio.Future[None], _done: object) -> None:
-    if not waiter.done():
+def _settle(waiter: asyncio.Future[None] | None, *_done: object) -> None:
+    """Let whoever awaits ``waiter`` go on (nothing to do when it is None or done)."""
+    if waiter is not None and not waiter.done():
         waiter.set_result(None)
 
 
@@ -463,9 +462,7 @@ class _Connection(asyncio.Protocol):
         self._wake_drain()
 
     def _wake_drain(self) -> None:
-        drain = self._drain
-        if drain is not None and not drain.done():
-            drain.set_result(None)
+        _settle(self._drain)
 
     async def drained(self) -> None:
         """Wait until the transport takes more (or the client is gone)."""
