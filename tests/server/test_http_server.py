@@ -400,6 +400,24 @@ def test_head_requests_get_no_body() -> None:
         assert b"Content-Length: 3" in head and body == b""
 
 
+def test_bodiless_statuses_get_no_framing() -> None:
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    with serving(app) as s:
+        host, port = s.url.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            buf = bytearray()
+            for _ in range(2):  # the connection stays usable
+                sock.sendall(_get("/"))
+                while b"\r\n\r\n" not in buf:
+                    buf += sock.recv(65536)
+                head, _, rest = bytes(buf).partition(b"\r\n\r\n")
+                assert head == b"HTTP/1.1 204 No Content" and rest == b""
+                buf.clear()
+
+
 def test_http10_without_content_length_ends_with_the_connection() -> None:
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
@@ -409,6 +427,9 @@ def test_http10_without_content_length_ends_with_the_connection() -> None:
 
     with serving(app) as s:
         answer = _raw(s.url, b"GET / HTTP/1.0\r\n\r\n")[0]
+        assert answer == b"HTTP/1.0 200 OK\r\n\r\none two three"
+        # asked to keep the connection, it still has to close it (and says nothing else)
+        answer = _raw(s.url, b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")[0]
         assert answer == b"HTTP/1.0 200 OK\r\n\r\none two three"
         r = exchange(s.url, "GET", "/")
         assert (r.headers["transfer-encoding"], r.body) == ("chunked", b"one two three")

@@ -265,7 +265,8 @@ class _Exchange:
                 parts += (b"%x\r\n" % _size(body), body, b"\r\n")
             if not more:
                 parts.append(b"0\r\n\r\n")
-            conn.write_parts(parts)
+            if parts:
+                conn.write_parts(parts)
         elif head is not None:
             if not body:
                 if more:
@@ -318,12 +319,17 @@ class _Exchange:
                     self.keep_alive = False
                 continue
             out.append(_title(name) + b": " + value + b"\r\n")
-        if length < 0 and not chunked and not self.head_only:
+        if status < 200 or status in (204, 304):
+            chunked = False  # (no body at all)
+            length = 0
+        elif length < 0 and not chunked and not self.head_only:
             chunked = True  # an open-ended body
             if not http10:
                 out.append(b"Transfer-Encoding: chunked\r\n")
         if chunked and http10:
+            # HTTP/1.0 has no chunks: the body ends with the connection
             self.keep_alive = False
+            connection = None
             chunked = False
         if connection is not None:
             out.append(connection)
