@@ -176,7 +176,8 @@ class Server:
         log.info("\n%s", _table(("Option", "Value"), info))
 
     async def _close_servers(self) -> None:
-        timeout = self.options.exit_timeout_secs or None
+        # (what is still in progress after the drain of stop() is cut off after this)
+        timeout = self.options.exit_timeout_secs
         for listener in self._listeners:
             with contextlib.suppress(Exception):
                 await listener.shutdown(timeout)
