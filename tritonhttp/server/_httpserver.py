@@ -109,30 +109,16 @@ def _reason(status: int) -> bytes:
         return b""
 
 
-_STATUS_LINES: dict[tuple[bool, int], bytes] = {}
-
-
+@functools.lru_cache(maxsize=1024)
 def _status_line(http10: bool, status: int) -> bytes:
-    line = _STATUS_LINES.get((http10, status))
-    if line is None:
-        version = b"HTTP/1.0" if http10 else b"HTTP/1.1"
-        line = b"%s %d %s\r\n" % (version, status, _reason(status))
-        if len(_STATUS_LINES) < 1024:
-            _STATUS_LINES[(http10, status)] = line
-    return line
+    version = b"HTTP/1.0" if http10 else b"HTTP/1.1"
+    return b"%s %d %s\r\n" % (version, status, _reason(status))
 
 
-_TITLES: dict[bytes, bytes] = {}
-
-
+@functools.lru_cache(maxsize=1024)
 def _title(name: bytes) -> bytes:
     """``content-type`` -> ``Content-Type``, as Triton writes its header names."""
-    titled = _TITLES.get(name)
-    if titled is None:
-        titled = name.title()
-        if len(_TITLES) < 1024:
-            _TITLES[name] = titled
-    return titled
+    return name.title()
 
 
 class _Exchange:
