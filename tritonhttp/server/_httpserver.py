@@ -181,7 +181,8 @@ class _Exchange:
 
     def end_of_body(self) -> None:
         self.complete = True
-        self.wake()
+        if self.waiter is not None:
+            _settle(self.waiter)
 
     def wake(self) -> None:
         _settle(self.waiter)
@@ -228,13 +229,15 @@ class _Exchange:
         body = message.get("body", b"")
         more = bool(message.get("more_body", False))
         conn = self.conn
+        size = body.nbytes if type(body) is memoryview else len(body)
         if self.body_left >= 0:
-            self.body_left -= _size(body)
+            self.body_left -= size
             if self.body_left < 0:
                 self.keep_alive = False
                 raise RuntimeError("response body longer than its Content-Length")
         if self.head_only:
             body = b""
+            size = 0
         if not more:
             self.finished = True
             if self.body_left > 0:  # shorter than declared: the framing is lost
@@ -247,8 +250,8 @@ class _Exchange:
         self.head = None
         if self.chunked:
             parts: list[Any] = [] if head is None else [head]
-            if body:
-                parts += (b"%x\r\n" % _size(body), body, b"\r\n")
+            if size:
+                parts += (b"%x\r\n" % size, body, b"\r\n")
             if not more:
                 parts.append(b"0\r\n\r\n")
             if parts:
@@ -259,7 +262,7 @@ class _Exchange:
                     self.head = head  # hold the head for the first body bytes
                     return
                 conn.write(head)
-            elif _size(body) < _JOIN_BELOW:
+            elif size < _JOIN_BELOW:
                 conn.write(head + bytes(body))
             else:
                 conn.write_parts([head, body])
@@ -354,10 +357,6 @@ def _settle(waiter: asyncio.Future[None] | None, *_done: object) -> None:
     """Let whoever awaits ``waiter`` go on (nothing to do when it is None or done)."""
     if waiter is not None and not waiter.done():
         waiter.set_result(None)
-
-
-def _size(body: bytes | bytearray | memoryview) -> int:
-    return body.nbytes if isinstance(body, memoryview) else len(body)
 
 
 class _Connection(asyncio.Protocol):
@@ -655,7 +654,7 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
             self.lost = True  # (connection_lost follows)
             return
-        if len(self.queue) <= 1 and not self._pause_for_body():
+        if self._read_paused and len(self.queue) <= 1 and not self._pause_for_body():
             self.resume_reading()
         if self.server.spin_s:
             if not self.queue:

@@ -82,8 +82,9 @@ class ModelVersion:
         self.labels: dict[str, list[str]] = {}
         #: ``"model_name":...,"model_version":...`` as response JSON (built once)
         self.wire_prefix = b""
-        #: (output name, datatype) -> ``{"name":...,"datatype":...,"shape":[`` (built once)
-        self.wire_heads: dict[tuple[str, str], bytes] = {}
+        #: (output name, datatype, *shape) -> ``{"name":...,"datatype":...,"shape":[...]``
+        #: (built once per output shape, up to 1024 of them)
+        self.wire_heads: dict[tuple[str | int, ...], bytes] = {}
 
     # ------------------------------------------------------------------ setup
 
@@ -200,8 +201,9 @@ class ModelVersion:
                 )
             shape = t.shape[1:] if self._max_batch > 0 else t.shape
             dims = spec.dims
-            if len(shape) != len(dims) or any(
-                d != -1 and d != s for d, s in zip(dims, shape, strict=False)
+            if shape != dims and (
+                len(shape) != len(dims)
+                or any(d != -1 and d != s for d, s in zip(dims, shape, strict=False))
             ):
                 expected = ([-1, *dims]) if self._max_batch > 0 else dims
                 msg = (
@@ -445,7 +447,7 @@ class ModelVersion:
         for r in requests:
             batch += r.batch_size
         stats = self.stats
-        failed = all(resp.failed for resp in responses)
+        failed = responses[0].failed if len(responses) == 1 else all(r.failed for r in responses)
         pairs = zip(requests, responses, strict=False)
         if nulls:
             real = [pair for i, pair in enumerate(pairs) if i not in nulls]

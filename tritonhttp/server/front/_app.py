@@ -121,7 +121,10 @@ class HttpFrontend:
         self.in_flight += 1
         self._idle.clear()
         try:
-            await self._dispatch(scope, receive, send)
+            try:
+                await self._route(scope, receive, send)
+            except CoreError as e:  # a handler's error, answered as JSON
+                await send_error(send, e)
         except ConnectionError:
             pass  # the client went away
         except Exception as e:  # a bug of ours: answer clearly, keep serving
@@ -149,21 +152,23 @@ class HttpFrontend:
 
     # ------------------------------------------------------------------ dispatch
 
-    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def _route(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """The handler call (not yet awaited) that answers this request."""
         raw_path = scope.get("raw_path")
         path: str = raw_path.decode("latin-1").partition("?")[0] if raw_path else scope["path"]
         method: str = scope["method"]
         if path.startswith("/v2/models/"):
             if path == "/v2/models/stats":
-                await self._guard(
+                return self._guard(
                     scope, send, "statistics", method, ("GET",), self._stats, receive, None, ""
                 )
-                return
             m = _MODEL_RE.fullmatch(path)
             if m is not None:
                 name, version, action = m.group(1), m.group(2) or "", m.group(3)
                 if action == "infer":
-                    await self._guard(
+                    if method == "POST" and "inference" not in self.restricted:
+                        return self._infer(scope, receive, send, name, version)
+                    return self._guard(
                         scope,
                         send,
                         "inference",
@@ -176,7 +181,7 @@ class HttpFrontend:
                         text405=True,
                     )
                 elif action is None:
-                    await self._guard(
+                    return self._guard(
                         scope,
                         send,
                         "metadata",
@@ -188,7 +193,7 @@ class HttpFrontend:
                         version,
                     )
                 elif action == "ready":
-                    await self._guard(
+                    return self._guard(
                         scope,
                         send,
                         "health",
@@ -201,7 +206,7 @@ class HttpFrontend:
                         text405=True,
                     )
                 elif action == "config":
-                    await self._guard(
+                    return self._guard(
                         scope,
                         send,
                         "model-config",
@@ -213,7 +218,7 @@ class HttpFrontend:
                         version,
                     )
                 elif action == "stats":
-                    await self._guard(
+                    return self._guard(
                         scope,
                         send,
                         "statistics",
@@ -226,9 +231,9 @@ class HttpFrontend:
                     )
                 elif action == "trace/setting":
                     if version:
-                        await self._not_found(send)
+                        return self._not_found(send)
                     else:
-                        await self._guard(
+                        return self._guard(
                             scope,
                             send,
                             "trace",
@@ -240,7 +245,7 @@ class HttpFrontend:
                             "",
                         )
                 else:
-                    await self._guard(
+                    return self._guard(
                         scope,
                         send,
                         "inference",
@@ -252,21 +257,18 @@ class HttpFrontend:
                         version,
                         action,
                     )
-                return
         elif path == "/v2/logging":
-            await self._guard(
+            return self._guard(
                 scope, send, "logging", method, ("GET", "POST"), self._logging, receive, None, ""
             )
-            return
         elif path == "/v2":
-            await self._guard(
+            return self._guard(
                 scope, send, "metadata", method, ("GET",), self._server_metadata, receive, None, ""
             )
-            return
         elif path.startswith("/v2/health/"):
             m = _HEALTH_RE.fullmatch(path)
             if m is not None:
-                await self._guard(
+                return self._guard(
                     scope,
                     send,
                     "health",
@@ -278,12 +280,11 @@ class HttpFrontend:
                     "",
                     text405=True,
                 )
-                return
         elif path.startswith("/v2/systemsharedmemory"):
             m = _SYSSHM_RE.fullmatch(path)
             if m is not None:
                 allowed = ("GET",) if m.group(2) == "status" else ("POST",)
-                await self._guard(
+                return self._guard(
                     scope,
                     send,
                     "shared-memory",
@@ -294,12 +295,11 @@ class HttpFrontend:
                     m.group(1),
                     m.group(2),
                 )
-                return
         elif path.startswith("/v2/cudasharedmemory"):
             m = _CUDASHM_RE.fullmatch(path)
             if m is not None:
                 allowed = ("GET",) if m.group(2) == "status" else ("POST",)
-                await self._guard(
+                return self._guard(
                     scope,
                     send,
                     "shared-memory",
@@ -310,12 +310,11 @@ class HttpFrontend:
                     m.group(1),
                     m.group(2),
                 )
-                return
         elif path.startswith("/v2/repository"):
             m = _REPO_RE.fullmatch(path)
             if m is not None:
                 action = m.group(4) or "index"
-                await self._guard(
+                return self._guard(
                     scope,
                     send,
                     "model-repository",
@@ -327,18 +326,16 @@ class HttpFrontend:
                     action,
                     m.group(1),
                 )
-                return
         elif path == "/v2/trace/setting":
-            await self._guard(
+            return self._guard(
                 scope, send, "trace", method, ("GET", "POST"), self._trace, receive, None, ""
             )
-            return
-        await self._not_found(send)
+        return self._not_found(send)
 
-    async def _not_found(self, send: Send) -> None:
-        await send_response(send, 404, _NOT_FOUND, TEXT, length_first=True)
+    def _not_found(self, send: Send) -> Awaitable[None]:
+        return send_response(send, 404, _NOT_FOUND, TEXT, length_first=True)
 
-    async def _guard(
+    def _guard(
         self,
         scope: Scope,
         send: Send,
@@ -349,25 +346,20 @@ class HttpFrontend:
         receive: Receive,
         *args: Any,
         text405: bool = False,
-    ) -> None:
+    ) -> Awaitable[None]:
+        """``handler(scope, receive, send, *args)``, or the 403/405 answer."""
         rule = self.restricted.get(api)
         if rule is not None:
             header, value = rule
             ok = any(k == header and v == value for k, v in scope["headers"])
             if not ok:
                 msg = f"This API is restricted, expecting header '{header.decode()}'"
-                await send_response(send, 403, error_body(msg), TEXT, length_first=True)
-                return
+                return send_response(send, 403, error_body(msg), TEXT, length_first=True)
         if method not in allowed:
             if text405:
-                await send_response(send, 405, _NOT_ALLOWED, TEXT, length_first=True)
-            else:
-                await send_response(send, 405, _NOT_ALLOWED, JSON)
-            return
-        try:
-            await handler(scope, receive, send, *args)
-        except CoreError as e:
-            await send_error(send, e)
+                return send_response(send, 405, _NOT_ALLOWED, TEXT, length_first=True)
+            return send_response(send, 405, _NOT_ALLOWED, JSON)
+        return handler(scope, receive, send, *args)
 
     # ------------------------------------------------------------------ health & metadata
 
@@ -647,7 +639,11 @@ class HttpFrontend:
                 accept = v
             elif k == b"content-length" and v.isdigit():
                 expected = min(int(v), 1 << 34)
-        body = await read_body(receive, expected, scope)
+        message = await receive()
+        if message.get("more_body", False):
+            body = await read_body(receive, expected, scope, message)
+        else:  # (the whole body at once: no extra frame)
+            body = bytearray(message.get("body", b""))
         if encoding is not None and encoding not in (b"", b"identity"):
             if encoding in (b"gzip", b"deflate"):
                 if not body:
@@ -708,6 +704,19 @@ class HttpFrontend:
                 header, blobs = encode_response(parsed, response, model)
             except CoreError as e:
                 await send_error(send, e, TEXT)
+                return
+            if not blobs and not accept:  # (the common JSON answer, sent right here)
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [
+                            (b"content-type", JSON),
+                            (b"content-length", b"%d" % len(header)),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": header})
                 return
             # shared memory: the blobs may be views of a region; it stays registered
             # (in use) until they are sent

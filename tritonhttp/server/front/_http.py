@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,10 @@ def _too_large() -> CoreError:
 
 
 async def read_body(
-    receive: Receive, expected: int = 0, scope: Scope | None = None
+    receive: Receive,
+    expected: int = 0,
+    scope: Scope | None = None,
+    first: Mapping[str, Any] | None = None,
 ) -> bytearray | memoryview:
     """The whole request body as a writable buffer (inputs become writable numpy views).
 
@@ -54,9 +57,9 @@ async def read_body(
     made by numpy so that it is not zero-filled first (a 64 MiB ``bytearray`` costs a
     memset of its own); such a body comes back as a writable ``memoryview``. With the
     request's ``scope``, the bundled HTTP server writes the rest of the body straight into
-    that allocation.
+    that allocation. ``first``: the first message, when the caller has received it.
     """
-    message = await receive()
+    message = await receive() if first is None else first
     body = message.get("body", b"")
     if not message.get("more_body", False):
         return bytearray(body)

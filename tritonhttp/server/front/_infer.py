@@ -502,13 +502,14 @@ def encode_response(
         spec = specs.get(out.name)
         if spec is not None and spec.classification:
             out = _classify(out, spec.classification, model.labels.get(out.name), batching)
-        start = heads.get((out.name, out.datatype))
-        if start is None:
-            start = b'{"name":' + _json.escape_str(out.name).encode() + b',"datatype":"'
-            start += out.datatype.encode() + b'","shape":['
-            if len(heads) < 1024:  # (names come from the model: bounded anyway)
-                heads[(out.name, out.datatype)] = start
-        head = start + ",".join(map(str, out.shape)).encode() + b"]"
+        key = (out.name, out.datatype, *out.shape)
+        head = heads.get(key)
+        if head is None:
+            head = b'{"name":' + _json.escape_str(out.name).encode() + b',"datatype":"'
+            head += out.datatype.encode() + b'","shape":['
+            head += ",".join(map(str, out.shape)).encode() + b"]"
+            if len(heads) < 1024:  # (names come from the model, shapes vary: bounded)
+                heads[key] = head
         if i:
             parts.append(b",")
         if spec is not None and spec.shm is not None:

@@ -136,7 +136,9 @@ class InProcessInstance:
             wanted = requested_names(req, self._outputs)
             link = _Link(req, decoupled, wanted, loop, ident)
             links.append(link)
-            inputs = [pb_tensor(t.name, t.datatype, t.array) for t in req.inputs.values()]  # type: ignore[arg-type]
+            inputs = []
+            for t in req.inputs.values():
+                inputs.append(pb_tensor(t.name, t.datatype, t.array))  # type: ignore[arg-type]
             pb_requests.append(
                 InferenceRequest._server_side(
                     req.id,
