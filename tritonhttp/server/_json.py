@@ -214,7 +214,11 @@ def format_doubles(values: np.ndarray[Any, Any]) -> str:
     if n < _VECTOR_THRESHOLD:
         # (tolist widens FP16/FP32 to the same doubles astype would)
         memo = _MEMO
-        return ",".join([memo.get(x) or format_double(x) for x in flat.tolist()])
+        out = []
+        for x in flat.tolist():  # (a loop here: a comprehension is one more frame)
+            text = memo.get(x)
+            out.append(text if text is not None else format_double(x))
+        return ",".join(out)
     if flat.dtype != np.float64:
         flat = flat.astype(np.float64)
     # whole numbers (the common case in tests and demos) print as "<int>.0"
