@@ -502,7 +502,7 @@ def encode_response(
         spec = specs.get(out.name)
         if spec is not None and spec.classification:
             out = _classify(out, spec.classification, model.labels.get(out.name), batching)
-        key = (out.name, out.datatype, *out.shape)
+        key: tuple[str | int, ...] = (out.name, out.datatype, *out.shape)
         head = heads.get(key)
         if head is None:
             head = b'{"name":' + _json.escape_str(out.name).encode() + b',"datatype":"'
