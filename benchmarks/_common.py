@@ -9,6 +9,7 @@ ratio any client could reach against tritonclient for that scenario.
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import time
 from collections.abc import Iterator, Sequence
@@ -18,6 +19,11 @@ from typing import Any
 import httptools
 
 REPO = Path(__file__).resolve().parent.parent / "tests" / "models"
+#: the add_sub JSON request every server benchmark sends (compact, as wrk posts it)
+ADD_BODY = json.dumps({"inputs": [
+    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]},
+    {"name": "INPUT1", "datatype": "FP32", "shape": [4], "data": [1, 1, 1, 1]},
+]}, separators=(",", ":"))  # fmt: skip
 
 
 @contextlib.contextmanager

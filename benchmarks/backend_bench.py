@@ -31,12 +31,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+try:
+    from _common import ADD_BODY
+except ImportError:  # run as a module
+    from benchmarks._common import ADD_BODY
+
 ROOT = Path(__file__).resolve().parent.parent
 ADD_SUB = ROOT / "tests" / "models" / "add_sub"
-ADD_BODY = json.dumps({"inputs": [
-    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]},
-    {"name": "INPUT1", "datatype": "FP32", "shape": [4], "data": [1, 1, 1, 1]},
-]}, separators=(",", ":"))  # fmt: skip
 CPU_BODY = json.dumps(
     {"inputs": [{"name": "N", "datatype": "INT64", "shape": [1], "data": [200_000]}]},
     separators=(",", ":"),

@@ -28,14 +28,15 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
+try:
+    from _common import ADD_BODY
+except ImportError:  # run as a module
+    from benchmarks._common import ADD_BODY
+
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "models"
-ADD_BODY = (
-    b'{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[4],"data":[1,2,3,4]},'
-    b'{"name":"INPUT1","datatype":"FP32","shape":[4],"data":[1,1,1,1]}]}'
-)
 CASES = {
-    "add_sub": ("/v2/models/add_sub/infer", "POST", ADD_BODY),
+    "add_sub": ("/v2/models/add_sub/infer", "POST", ADD_BODY.encode()),
     "health": ("/v2/health/live", "GET", b""),
 }
 WARM_UP = 300

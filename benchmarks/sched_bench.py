@@ -34,12 +34,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _common import ADD_BODY  # noqa: E402
 from server_bench import _wrk  # noqa: E402
 
-ADD_BODY = json.dumps({"inputs": [
-    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]},
-    {"name": "INPUT1", "datatype": "FP32", "shape": [4], "data": [1, 1, 1, 1]},
-]}, separators=(",", ":"))  # fmt: skip
 DYN_BODY = json.dumps({"inputs": [
     {"name": "INPUT0", "datatype": "FP32", "shape": [1, 4], "data": [1, 2, 3, 4]},
     {"name": "INPUT1", "datatype": "FP32", "shape": [1, 4], "data": [1, 1, 1, 1]},

@@ -40,13 +40,14 @@ from typing import Any
 
 import numpy as np
 
+try:
+    from _common import ADD_BODY
+except ImportError:  # run as a module
+    from benchmarks._common import ADD_BODY
+
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "models"
 THREE = ("add_sub", "identity_all", "identity_bytes")
-ADD_BODY = json.dumps({"inputs": [
-    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]},
-    {"name": "INPUT1", "datatype": "FP32", "shape": [4], "data": [1, 1, 1, 1]},
-]}, separators=(",", ":"))  # fmt: skip
 
 
 def _repo() -> Path:
