@@ -181,8 +181,7 @@ class _Exchange:
 
     def end_of_body(self) -> None:
         self.complete = True
-        if self.waiter is not None:
-            _settle(self.waiter)
+        self.wake()
 
     def wake(self) -> None:
         _settle(self.waiter)
