@@ -110,6 +110,24 @@ def test_a_hang_past_stub_timeout_is_killed(isolated: _launch.BundledServer) -> 
     assert "did not return from execute within stub-timeout-seconds" in isolated.log()
 
 
+def test_a_hang_after_quick_batches_is_killed_on_its_own_deadline(
+    isolated: _launch.BundledServer,
+) -> None:
+    """One watchdog per instance, set for the oldest batch in flight: batches that came
+    and went before the hang must neither fire it early nor push it past 2 s."""
+    url = isolated.url
+    before = _pid(url)
+    for _ in range(5):
+        _pid(url)
+    time.sleep(1.0)  # the watchdog armed by the quick batches fires during the hang
+    t0 = time.monotonic()
+    r = _crash(url, 5)
+    elapsed = time.monotonic() - t0
+    assert r.status == 500 and "stub-timeout-seconds (2 s)" in r.json()["error"]
+    assert 1.8 < elapsed < 4.0, elapsed
+    assert _wait_pid(url, before) != before
+
+
 def test_workers_are_fresh_isolated_interpreters(isolated: _launch.BundledServer) -> None:
     r = infer(isolated.url, "identity", ("F", "FP32", [2], [1.0, 2.0]))
     info = json.loads(output(r, "INFO")[0])

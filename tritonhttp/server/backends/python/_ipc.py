@@ -1,10 +1,15 @@
 """The control channel between the server and a worker, and tensors in shared memory.
 
 Control messages are small pickled tuples framed by a 4-byte length on a Unix stream
-socket; segment descriptors travel on a second Unix socket (``SCM_RIGHTS``). Tensor
-data never goes through the socket: it is written into the sender's arena
-(:mod:`._arena`) and described by ``(name, datatype, shape, segment, offset, start,
-end, nbytes)``.
+socket; segment descriptors travel on a second Unix socket (``SCM_RIGHTS``). The
+tensors of a request or response form one *block*. A block of more than
+:data:`INLINE` bytes is written into the sender's arena (:mod:`._arena`) and described
+by ``(segment, offset, start, end, tensors)``; the receiver copies a small one out and
+uses a large one in place. A block of at most :data:`INLINE` bytes rides inside the
+control message as ``(data, tensors)``: for tensors that small, allocating and releasing
+arena space costs more than the copy (measured: about 20,000 instructions per request on
+each side, ~7% of an add_sub request). Each tensor is ``(name, datatype, shape, offset
+in the block, nbytes)``.
 
 Standard library and numpy only (the worker imports this module too).
 """
@@ -41,6 +46,8 @@ _LEN = struct.Struct("<I")
 #: tensors up to this size are copied out of shared memory at once (larger ones are
 #: used in place and their block is released when the array is garbage collected)
 SMALL = 64 * 1024
+#: blocks of at most this many bytes travel inside the control message (not the arena)
+INLINE = 4096
 
 #: datatype -> numpy dtype of the data in shared memory (BF16 as uint16)
 DTYPES: dict[str, np.dtype[Any]] = {
@@ -106,7 +113,7 @@ def recv_fd(sock: socket.socket) -> int:
 
 
 def write_block(arena: Producer, tensors: Sequence[tuple[str, str, Sequence[int], Any]]) -> Any:
-    """Copy the tensors of one request or response into one arena block.
+    """The tensors of one request or response as one block (inline when small).
 
     ``tensors``: (name, datatype, shape, data) with numpy data (BYTES: an object array
     of ``bytes`` or a list of them). Returns the block's descriptor (None: no tensors).
@@ -124,8 +131,10 @@ def write_block(arena: Producer, tensors: Sequence[tuple[str, str, Sequence[int]
             if not data.flags.c_contiguous:
                 data = np.ascontiguousarray(data)
             nbytes = int(data.nbytes)
-        parts.append((name, datatype, tuple(int(d) for d in shape), nbytes, data))
+        parts.append((name, datatype, tuple(map(int, shape)), nbytes, data))
         total += (nbytes + 63) & ~63
+    if total <= INLINE:
+        return _inline(parts)
     seg, off, start, end = arena.alloc(total)
     mm = seg.mm
     descs: list[TensorDesc] = []
@@ -144,6 +153,21 @@ def write_block(arena: Producer, tensors: Sequence[tuple[str, str, Sequence[int]
     return (seg.id, off, start, end, descs)
 
 
+def _inline(parts: list[tuple[str, str, tuple[int, ...], int, Any]]) -> Any:
+    """A small block as ``(data, tensors)``, each tensor 8-byte aligned in ``data``."""
+    chunks = []
+    descs: list[TensorDesc] = []
+    rel = 0
+    for name, datatype, shape, nbytes, data in parts:
+        chunks.append(data if isinstance(data, bytes) else data.tobytes())
+        pad = -nbytes & 7
+        if pad:
+            chunks.append(bytes(pad))
+        descs.append((name, datatype, shape, rel, nbytes))
+        rel += nbytes + pad
+    return (b"".join(chunks), descs)
+
+
 def read_block(
     arena: Consumer, block: Any, dtypes: dict[str, Any] = DTYPES
 ) -> list[tuple[str, str, tuple[int, ...], Any]]:
@@ -154,17 +178,26 @@ def read_block(
     """
     if block is None:
         return []
+    if len(block) == 2:  # inline: (data, tensors)
+        return _arrays(bytearray(block[0]), block[1], dtypes, True)
     seg_id, off, start, end, descs = block
     seg = arena.segments[seg_id]
     last = descs[-1]
     used = last[3] + last[4]
     small = used <= SMALL
+    buf: Any
     if small:
-        buf: Any = bytearray(seg.view[off : off + used])
+        buf = bytearray(seg.view[off : off + used])
         arena.release(seg_id, start, end)
     else:
         buf = np.frombuffer(seg.mm, np.uint8, used, off)
         weakref.finalize(buf, arena.release, seg_id, start, end)
+    return _arrays(buf, descs, dtypes, small)
+
+
+def _arrays(
+    buf: Any, descs: list[TensorDesc], dtypes: dict[str, Any], small: bool
+) -> list[tuple[str, str, tuple[int, ...], Any]]:
     out = []
     for name, datatype, shape, rel, nbytes in descs:
         if datatype == "BYTES":

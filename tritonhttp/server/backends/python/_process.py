@@ -46,6 +46,9 @@ PB_UTILS_DIR = str(Path(_pb_errors.__file__).resolve().parent)
 #: executes in flight over every worker of this server (a poll only when it is the only one)
 _ACTIVE = [0]
 _SERVER_DTYPES = {**DTYPES, "BF16": BF16}
+#: the server's event loop polls for a worker's answer at most this long (µs): while it
+#: polls it serves no other connection
+REPLY_POLL_CAP_US = 300
 
 
 def _not_healthy(name: str) -> str:
@@ -302,7 +305,9 @@ class ProcessInstance:
         self._worker: WorkerProcess | None = None
         self._tokens = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
-        self._batches: dict[int, asyncio.Future[list[bool] | None]] = {}
+        #: batches in flight (oldest first): their future and stub-timeout deadline
+        self._batches: dict[int, tuple[asyncio.Future[list[bool] | None], float]] = {}
+        self._watchdog: asyncio.TimerHandle | None = None
         self._calls: dict[int, asyncio.Future[Any]] = {}
         self._bls: dict[int, InferRequest] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -399,9 +404,9 @@ class ProcessInstance:
     def _done(self, batch_id: int, finals: list[Any], flags: list[bool]) -> None:
         for token, desc, failed in finals:
             self._finish(token, self._response(desc, failed))
-        fut = self._batches.pop(batch_id, None)
-        if fut is not None and not fut.done():
-            fut.set_result(flags)
+        entry = self._batches.pop(batch_id, None)
+        if entry is not None and not entry[0].done():
+            entry[0].set_result(flags)
 
     def _finish(self, token: int, response: InferResponse | None) -> None:
         p = self._pending.get(token)
@@ -519,7 +524,7 @@ class ProcessInstance:
     def _exited(self) -> None:
         """The worker's channel closed: fail what it had, then replace it."""
         text = self._death_text
-        for fut in self._batches.values():
+        for fut, _ in self._batches.values():
             if not fut.done():
                 fut.set_result(None)
         self._batches.clear()
@@ -559,10 +564,22 @@ class ProcessInstance:
             elif not p.waiter.done():
                 p.waiter.set_result(error)
 
-    def _hung(self, worker: WorkerProcess, done: asyncio.Future[Any]) -> None:
-        """``execute`` ran past stub-timeout-seconds: kill the worker (it is replaced)."""
-        if done.done() or worker is not self._worker:
+    def _watch(self) -> None:
+        """The stub-timeout watchdog: one timer per instance, set for the oldest batch in
+        flight (rather than a timer per execute)."""
+        self._watchdog = None
+        worker = self._worker
+        oldest = next((d for fut, d in self._batches.values() if not fut.done()), None)
+        if oldest is None or worker is None:
             return
+        loop = asyncio.get_running_loop()
+        if oldest > loop.time():
+            self._watchdog = loop.call_at(oldest, self._watch)
+        else:
+            self._hung(worker)
+
+    def _hung(self, worker: WorkerProcess) -> None:
+        """``execute`` ran past stub-timeout-seconds: kill the worker (it is replaced)."""
         timeout = self._settings.stub_timeout_s
         self._death_text = (
             f"Stub process '{self.name}' did not return from execute within "
@@ -609,7 +626,9 @@ class ProcessInstance:
         self, requests: list[InferRequest], times: ExecutionTimes
     ) -> list[InferResponse]:
         t0 = time.monotonic_ns()
-        worker = await self._live_worker()
+        worker = self._worker
+        if worker is None or not worker.alive:
+            worker = await self._live_worker()
         if worker is None:
             text = self._broken or _not_healthy(self.name)
             return [InferResponse(error=CoreError(text, Code.INTERNAL), failed=True)
@@ -618,7 +637,10 @@ class ProcessInstance:
         loop = asyncio.get_running_loop()
         batch_id = next(self._tokens)
         done: asyncio.Future[list[bool] | None] = loop.create_future()
-        self._batches[batch_id] = done
+        deadline = loop.time() + self._settings.stub_timeout_s
+        self._batches[batch_id] = (done, deadline)
+        if self._watchdog is None:
+            self._watchdog = loop.call_at(deadline, self._watch)
         pendings: list[tuple[int, _Pending]] = []
         descs = []
         inputs = worker.inputs
@@ -639,9 +661,8 @@ class ProcessInstance:
         worker.send(("exec", batch_id, descs))
         t1 = time.monotonic_ns()
         times.input_ns = t1 - t0
-        spin = self._settings.busy_wait_us * 1000
+        spin = min(self._settings.busy_wait_us, REPLY_POLL_CAP_US) * 1000
         _ACTIVE[0] += 1
-        timer = loop.call_later(self._settings.stub_timeout_s, self._hung, worker, done)
         try:
             if (
                 spin
@@ -654,12 +675,13 @@ class ProcessInstance:
                 # and a quick model: poll for the answer a moment rather than sleep in the
                 # event loop (a wake-up costs tens of microseconds)
                 deadline = t1 + spin
-                while not done.done() and worker.alive and time.monotonic_ns() < deadline:
+                while worker.alive and time.monotonic_ns() < deadline:
                     worker._readable()
+                    if done.done():
+                        break
                     os.sched_yield()
             flags = await done
         finally:
-            timer.cancel()
             _ACTIVE[0] -= 1
         t2 = time.monotonic_ns()
         times.infer_ns = t2 - t1
@@ -706,6 +728,9 @@ class ProcessInstance:
 
     async def finalize(self) -> None:
         self._finalizing = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         if self._restarting is not None and not self._restarting.done():
             with contextlib.suppress(BaseException):
                 await self._restarting

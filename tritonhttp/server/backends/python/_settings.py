@@ -42,9 +42,10 @@ class BackendSettings:
     stub_timeout_s: float = 30.0
     shm_prefix: str = "triton_python_backend_shm_region_"
     python: str = sys.executable
-    #: microseconds a worker (and the server, for a lone request) polls for the next
-    #: message before sleeping; 0 disables
-    busy_wait_us: int = 300
+    #: microseconds a busy worker polls for its next message before sleeping (the
+    #: server polls for a lone quick request's answer up to REPLY_POLL_CAP_US of it);
+    #: 0 disables both
+    busy_wait_us: int = 1000
 
     @classmethod
     def parse(cls, values: dict[str, str]) -> BackendSettings:
@@ -83,7 +84,7 @@ class BackendSettings:
                 f"unknown inline-execution '{inline}' (expected 'auto', 'always' or 'never')",
                 Code.INVALID_ARG,
             )
-        busy = _int(values, "busy-wait-us", 300)
+        busy = _int(values, "busy-wait-us", 1000)
         if busy < 0:
             raise CoreError("busy-wait-us can't be negative.", Code.INVALID_ARG)
         return cls(isolation, inline, shm_default, growth, float(timeout), prefix,

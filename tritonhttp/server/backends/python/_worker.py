@@ -52,6 +52,7 @@ class Channel:
         self._send_lock = threading.Lock()
         self._cond = threading.Condition()
         self._reading = False
+        self._waiting = 0  # threads in ``_cond.wait()``
         self._frames = FrameReader()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -85,25 +86,35 @@ class Channel:
         """Block until ``ready()``; read and route messages meanwhile when nobody else
         does. ``wakeable``: ``ready()`` may also turn true without a message (then
         :meth:`wake` is called), so the socket is read with ``select``."""
-        cond = self._cond
-        with cond:
+        with self._cond:
             while not ready():
-                if self._reading:
-                    cond.wait()
-                    continue
-                self._reading = True
-                cond.release()
-                try:
-                    messages = self._read(wakeable)
-                finally:
-                    cond.acquire()
-                    self._reading = False
-                for m in messages:
-                    if m[0] in _MAIN:
-                        self.inbox.append(m)
-                    else:
-                        self.route(m)
-                cond.notify_all()
+                self._take_turn(wakeable)
+
+    def _take_turn(self, wakeable: bool) -> None:
+        """(Holding ``_cond``.) Read and route one lot of messages, or wait while another
+        thread does."""
+        cond = self._cond
+        if self._reading:
+            self._waiting += 1
+            try:
+                cond.wait()
+            finally:
+                self._waiting -= 1
+            return
+        self._reading = True
+        cond.release()
+        try:
+            messages = self._read(wakeable)
+        finally:
+            cond.acquire()
+            self._reading = False
+        for m in messages:
+            if m[0] in _MAIN:
+                self.inbox.append(m)
+            else:
+                self.route(m)
+        if self._waiting:
+            cond.notify_all()
 
     def _read(self, wakeable: bool) -> list[Any]:
         if self.spin_s and not wakeable:
@@ -162,9 +173,11 @@ class Channel:
 
     def next_main(self) -> Any:
         """The next message for the main thread."""
-        self.wait_until(lambda: bool(self.inbox))
+        inbox = self.inbox
         with self._cond:
-            return self.inbox.popleft()
+            while not inbox:
+                self._take_turn(False)
+            return inbox.popleft()
 
 
 class _Link:
