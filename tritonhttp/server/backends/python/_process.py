@@ -297,7 +297,7 @@ class ProcessInstance:
         self.name = name
         self._init_message = init_message
         self._decoupled = decoupled
-        self._outputs = set(output_names)
+        self._outputs = tuple(output_names)  # what the model is told when nothing is asked
         self._settings = settings
         self._services = services
         self._python = python
@@ -653,7 +653,7 @@ class ProcessInstance:
             block = write_block(
                 inputs, [(t.name, t.datatype, t.shape, t.array) for t in req.inputs.values()]
             )
-            wanted = tuple(req.requested_outputs) if req.requested_outputs else tuple(outputs)
+            wanted = tuple(req.requested_outputs) if req.requested_outputs else outputs
             descs.append(
                 (token, req.id, req.correlation_id, req.flags, req.timeout_us, params_json(req),
                  wanted, block)
