@@ -608,10 +608,8 @@ class ProcessInstance:
         self.restarts += 1
         log.info("restarted the stub process of '%s' (pid %d)", self.name, self.pid)
 
-    async def _live_worker(self) -> WorkerProcess | None:
-        worker = self._worker
-        if worker is not None and worker.alive:
-            return worker
+    async def _replacement_worker(self) -> WorkerProcess | None:
+        """(The worker is gone.) Its replacement once started; None when there is none."""
         if self._finalizing:
             return None
         self._restart_soon()
@@ -628,7 +626,7 @@ class ProcessInstance:
         t0 = time.monotonic_ns()
         worker = self._worker
         if worker is None or not worker.alive:
-            worker = await self._live_worker()
+            worker = await self._replacement_worker()
         if worker is None:
             text = self._broken or _not_healthy(self.name)
             return [InferResponse(error=CoreError(text, Code.INTERNAL), failed=True)
