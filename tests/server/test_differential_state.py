@@ -215,6 +215,7 @@ def test_restricted_apis_and_header_forwarding(
         "--model-control-mode=explicit", "--load-model=param_echo", "--load-model=add_sub",
         "--http-restricted-api=model-repository:admin-key=admin-value",
         "--http-restricted-api=inference,metadata:infer-key=infer-value",
+        "--http-restricted-api=health:health-key=yes",
         "--http-header-forward-pattern=my_header.*",
     )  # fmt: skip
     real, ours = _pair(real_triton_factory, bundled_server_factory, model_repo("special"), *args)
@@ -228,6 +229,9 @@ def test_restricted_apis_and_header_forwarding(
         ("GET", "/v2", "", {"infer-key": "INFER-VALUE"}),
         ("GET", "/v2/models/add_sub", "", {}),
         ("GET", "/v2/health/ready", "", {}),
+        ("GET", "/v2/health/live", "", {"health-key": "yes"}),
+        ("GET", "/v2/health/ready", "", {"health-key": "no"}),
+        ("GET", "/v2/models/add_sub/ready", "", {}),
         ("GET", "/v2/models/add_sub/config", "", {}),
         ("POST", "/v2/models/add_sub/infer", ADD, {}),
         ("DELETE", "/v2/models/add_sub/infer", "", {}),

@@ -133,8 +133,18 @@ WIRE_CASES = {
     "http10-keep-alive-empty": _get("/v2/health/ready", "Connection: keep-alive", version="1.0"),
     "http10-error": _get("/v2/models/nope/ready", version="1.0"),
     "http10-infer": _post("/v2/models/add_sub/infer", ADD, version="1.0"),
+    "http10-health-close": _get("/v2/health/live", "Connection: close", version="1.0"),
     "health": _get("/v2/health/live"),
     "health-close": _get("/v2/health/live", "Connection: close"),
+    # server health is answered without running the application: these variants must not
+    # change what is answered
+    "health-query": _get("/v2/health/ready?x=1"),
+    "health-percent-encoded": _get("/v2/health/l%69ve", "Connection: close"),
+    "health-absolute-url": b"GET http://x/v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n",
+    "health-with-body": _request("GET", "/v2/health/live", ("Connection: close",), "abc", "1.1"),
+    "health-chunked-empty": b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n"
+    b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n",
+    "health-post": _post("/v2/health/live", "", "Connection: close"),
     "not-ready-close": _get("/v2/models/nope/ready", "Connection: close"),
     "405": b"PUT /v2/health/ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     "404": _get("/nope"),
@@ -493,6 +503,86 @@ def test_disconnect_reaches_the_application() -> None:
         sock.close()
         assert _eventually(lambda: len(notes) == 2)
     assert notes == ["callback", "http.disconnect"]
+
+
+class _ImmediateApp:
+    """Answers ``/now`` through ``immediate_answer`` and everything else through ASGI —
+    ``/asgi-now`` with the same answer, ``/slow`` after a wait; ``/boom`` makes
+    ``immediate_answer`` raise."""
+
+    ANSWER = (201, ((b"content-length", b"3"), (b"content-type", b"text/plain")), b"now")
+
+    def __init__(self) -> None:
+        self.called: list[str] = []
+
+    def immediate_answer(self, scope: dict[str, Any]) -> Any:
+        if scope["path"] == "/boom":
+            raise ValueError("boom")
+        return self.ANSWER if scope["path"] == "/now" else None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        self.called.append(scope["path"])
+        await _read_all(receive)
+        if scope["path"] == "/slow":
+            await asyncio.sleep(0.01)
+        status, headers, body = self.ANSWER
+        await send({"type": "http.response.start", "status": status, "headers": list(headers)})
+        await send({"type": "http.response.body", "body": body})
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        ("GET {} HTTP/1.1", ""),
+        ("GET {} HTTP/1.1", "Connection: close\r\n"),
+        ("GET {} HTTP/1.0", ""),
+        ("GET {} HTTP/1.0", "Connection: keep-alive\r\n"),
+        ("HEAD {} HTTP/1.1", "Connection: close\r\n"),
+    ],
+)
+def test_immediate_answers_are_the_applications_bytes(variant: tuple[str, str]) -> None:
+    line, extra = variant
+
+    def request(path: str) -> bytes:
+        return f"{line.format(path)}\r\nHost: x\r\n{extra}\r\n".encode()
+
+    app = _ImmediateApp()
+    with serving(app) as s:
+        for _ in range(2):  # the second answer comes from the server's cache of bytes
+            host, port = s.url.rsplit(":", 1)
+            answers = []
+            for path in ("/now", "/asgi-now"):
+                with socket.create_connection((host, int(port)), timeout=10) as sock:
+                    sock.sendall(request(path))
+                    buf = bytearray()
+                    answers.append(_read_response(sock, buf) if "HEAD" not in line else b"")
+                    if "close" in extra or ("1.0" in line and not extra):
+                        assert _closed_after(sock)
+                    elif "HEAD" not in line:
+                        sock.sendall(request(path))  # still open: answered again
+                        assert _read_response(sock, buf) == answers[-1]
+            if "HEAD" in line:
+                continue
+            assert answers[0] == answers[1]
+    assert app.called.count("/now") == 0
+
+
+def test_immediate_answers_in_order_and_their_fallbacks(caplog: Any) -> None:
+    app = _ImmediateApp()
+    with serving(app) as s:
+        # pipelined: immediate answers behind a request that waits keep their place
+        paths = ["/slow", "/now", "/now", "/slow", "/now"] * 4
+        answers = _raw(s.url, b"".join(_get(p) for p in paths), responses=len(paths))
+        assert len(answers) == len(paths)
+        assert all(a.endswith(b"\r\n\r\nnow") for a in answers)
+        assert app.called == ["/slow", "/slow"] * 4
+        # a request with a body, an answer of None and a failing hook all run the app
+        app.called.clear()
+        assert exchange(s.url, "POST", "/now", b"x").status == 201
+        assert exchange(s.url, "GET", "/other").status == 201
+        assert exchange(s.url, "GET", "/boom").status == 201
+        assert app.called == ["/now", "/other", "/boom"]
+    assert "immediate_answer failed" in caplog.text
 
 
 def test_busy_wait_serves_back_to_back_requests() -> None:

@@ -2,11 +2,35 @@
 
 Each is a ``scope`` key; an application that finds a key missing (any other ASGI server,
 ``httpx.ASGITransport``) falls back to plain ASGI.
+
+And one the server looks for on the application: a method ``immediate_answer(scope)``
+(see :data:`ImmediateAnswer`). Before it runs the application for a request whose whole
+body has arrived and is empty, the bundled server calls it; when it returns an answer
+``(status, headers, body)`` instead of None, the server sends that answer itself and the
+application is not called (no coroutine, no ASGI messages). It is for answers that need
+no I/O and no waiting (server liveness and readiness), which must be the same bytes as
+the application's own answer to that request (if it raises, the error is logged and the
+application runs).
 """
 
 from __future__ import annotations
 
-__all__ = ["BODY_SINK", "ON_DISCONNECT", "RAW_HEADER_NAMES", "BodySink"]
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+__all__ = [
+    "BODY_SINK",
+    "ON_DISCONNECT",
+    "RAW_HEADER_NAMES",
+    "Answer",
+    "BodySink",
+    "ImmediateAnswer",
+]
+
+#: a whole response: status, ASGI-style headers (lower-case names), body
+Answer = tuple[int, tuple[tuple[bytes, bytes], ...], bytes]
+#: ``app.immediate_answer``: the request's scope -> its answer, or None to run the app
+ImmediateAnswer = Callable[[MutableMapping[str, Any]], "Answer | None"]
 
 #: scope key holding the request header names with their original case, in order
 RAW_HEADER_NAMES = "tritonhttp.raw_header_names"

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import _json
-from .._extensions import ON_DISCONNECT
+from .._extensions import ON_DISCONNECT, Answer
 from ..core._bridge import instances_ready
 from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import BackendError, Code, CoreError
@@ -30,6 +30,7 @@ from ._http import (
     error_body,
     parse_json,
     read_body,
+    response_headers,
     send_error,
     send_response,
 )
@@ -48,6 +49,9 @@ _CUDASHM_RE = re.compile(r"/v2/cudasharedmemory(?:/region/([^/]+))?/(status|regi
 _REPO_RE = re.compile(r"/v2/repository(?:/([^/]+))?/(index|models/([^/]+)/(load|unload))")
 
 _NOT_FOUND = b'{"error":"Not Found"}'
+#: the answers of /v2/health/live and /v2/health/ready (as _health sends them)
+_HEALTHY: Answer = (200, tuple(response_headers(0, TEXT, length_first=True)), b"")
+_UNHEALTHY: Answer = (400, tuple(response_headers(0, TEXT, length_first=True)), b"")
 _NOT_ALLOWED = b'{"error":"Method Not Allowed"}'
 _MAX_INFLATE = 1 << 32
 
@@ -137,6 +141,23 @@ class HttpFrontend:
             self.in_flight -= 1
             if self.in_flight == 0:
                 self._idle.set()
+
+    def immediate_answer(self, scope: Scope) -> Answer | None:
+        """The answer to server liveness or readiness, for the bundled HTTP server to send
+        without running the application (see ``_extensions``); None for anything else."""
+        if scope["method"] != "GET" or "health" in self.restricted:
+            return None
+        path = scope.get("raw_path")
+        if path == b"/v2/health/live":
+            return self._server_health("live")
+        if path == b"/v2/health/ready":
+            return self._server_health("ready")
+        return None
+
+    def _server_health(self, which: str) -> Answer:
+        repo = self.core.repository
+        ok = repo.live if which == "live" else repo.server_ready()
+        return _HEALTHY if ok else _UNHEALTHY
 
     async def wait_idle(self) -> None:
         await self._idle.wait()
@@ -369,9 +390,9 @@ class HttpFrontend:
         if which is None:
             await self._server_metadata(scope, receive, send, None, "")
             return
-        repo = self.core.repository
-        ok = repo.live if which == "live" else repo.server_ready()
-        await send_response(send, 200 if ok else 400, b"", TEXT, length_first=True)
+        status, headers, body = self._server_health(which)
+        await send({"type": "http.response.start", "status": status, "headers": list(headers)})
+        await send({"type": "http.response.body", "body": body})
 
     async def _model_ready(
         self, scope: Scope, receive: Receive, send: Send, name: str, version: str

@@ -20,6 +20,7 @@ __all__ = [
     "Send",
     "parse_json",
     "read_body",
+    "response_headers",
     "send_error",
     "send_response",
 ]
@@ -134,6 +135,26 @@ def error_body(message: str) -> bytes:
     return b'{"error":' + _json.escape_str(message).encode("utf-8", "surrogateescape") + b"}"
 
 
+def response_headers(
+    size: int,
+    content_type: bytes | None = JSON,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    length_first: bool = False,
+) -> list[tuple[bytes, bytes]]:
+    """The headers of a response of ``size`` bytes, in Triton's order (see send_response)."""
+    out: list[tuple[bytes, bytes]] = []
+    length = (b"content-length", str(size).encode())
+    if length_first:
+        out.append(length)
+    if content_type is not None:
+        out.append((b"content-type", content_type))
+    if headers:
+        out.extend(headers)
+    if not length_first:
+        out.append(length)
+    return out
+
+
 async def send_response(
     send: Send,
     status: int,
@@ -143,16 +164,7 @@ async def send_response(
     length_first: bool = False,
 ) -> None:
     """One complete response; ``length_first`` mimics Triton's text/plain header order."""
-    out: list[tuple[bytes, bytes]] = []
-    length = (b"content-length", str(len(body)).encode())
-    if length_first:
-        out.append(length)
-    if content_type is not None:
-        out.append((b"content-type", content_type))
-    if headers:
-        out.extend(headers)
-    if not length_first:
-        out.append(length)
+    out = response_headers(len(body), content_type, headers, length_first)
     await send({"type": "http.response.start", "status": status, "headers": out})
     await send(
         {"type": "http.response.body", "body": bytes(body) if not isinstance(body, bytes) else body}
