@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tritonhttp.server._extensions import ON_DISCONNECT
+from tritonhttp.server._extensions import ON_DISCONNECT, RESPOND
 from tritonhttp.server._httpserver import MAX_HEAD_BYTES, HttpServer
 
 from ._wire import exchange
@@ -583,6 +583,84 @@ def test_immediate_answers_in_order_and_their_fallbacks(caplog: Any) -> None:
         assert exchange(s.url, "GET", "/boom").status == 201
         assert app.called == ["/now", "/other", "/boom"]
     assert "immediate_answer failed" in caplog.text
+
+
+async def _respond_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """``/respond/<n>`` answers ``n`` bytes through ``scope[RESPOND]``, ``/asgi/<n>`` the
+    same through two ASGI messages; ``/twice`` calls ``respond`` after ``send``."""
+    await _read_all(receive)
+    kind, _, n = scope["path"][1:].partition("/")
+    body = (b"0123456789abcdef" * (int(n or 0) // 16 + 1))[: int(n or 0)]
+    if kind == "twice":
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        scope[RESPOND](200, b"text/plain", b"x")  # raises: the response has started
+    if kind == "respond":
+        waiting = scope[RESPOND](202, b"text/plain", body)
+        if waiting is not None:
+            await waiting
+        return
+    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 202, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        ("GET {} HTTP/1.1", ""),
+        ("GET {} HTTP/1.1", "Connection: close\r\n"),
+        ("GET {} HTTP/1.0", ""),
+        ("GET {} HTTP/1.0", "Connection: keep-alive\r\n"),
+        ("HEAD {} HTTP/1.1", "Connection: close\r\n"),
+    ],
+)
+@pytest.mark.parametrize("size", [0, 5, 70_000])
+def test_respond_sends_the_asgi_bytes(variant: tuple[str, str], size: int) -> None:
+    line, extra = variant
+
+    def request(path: str) -> bytes:
+        return f"{line.format(path)}\r\nHost: x\r\n{extra}\r\n".encode()
+
+    with serving(_respond_app) as s:
+        host, port = s.url.rsplit(":", 1)
+        for _ in range(2):  # the second head comes from the server's cache
+            answers = []
+            for path in (f"/respond/{size}", f"/asgi/{size}"):
+                with socket.create_connection((host, int(port)), timeout=10) as sock:
+                    sock.sendall(request(path))
+                    if "HEAD" in line:
+                        answers.append(sock.recv(1 << 20))  # (a head only, then the close)
+                        assert _closed_after(sock)
+                        continue
+                    buf = bytearray()
+                    answers.append(_read_response(sock, buf))
+                    if "close" in extra or ("1.0" in line and not extra):
+                        assert _closed_after(sock)
+                    else:
+                        sock.sendall(request(path))  # still open: answered again
+                        assert _read_response(sock, buf) == answers[-1]
+            assert answers[0] == answers[1]
+            assert answers[0].startswith(b"HTTP/1.") and b" 202 " in answers[0][:13]
+
+
+def test_respond_waits_for_a_slow_reader_and_refuses_a_started_response(caplog: Any) -> None:
+    size = 24 << 20
+    with serving(_respond_app) as s:
+        host, port = s.url.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+            # pipelined: the second request waits until the first answer has drained
+            sock.sendall(_get(f"/respond/{size}") + _get("/respond/3"))
+            time.sleep(0.5)  # the server fills the socket and has to wait for the reader
+            buf = bytearray()
+            first = _read_response(sock, buf)
+            assert len(first.partition(b"\r\n\r\n")[2]) == size
+            assert _read_response(sock, buf).endswith(b"\r\n\r\n012")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(_get("/twice"))  # the head had started: the connection closes
+            assert _closed_after(sock)
+        assert _raw(s.url, _get("/respond/3"))[0].endswith(b"\r\n\r\n012")  # still serving
+    assert "the response has already started" in caplog.text
 
 
 def test_busy_wait_serves_back_to_back_requests() -> None:

@@ -22,6 +22,7 @@ __all__ = [
     "BODY_SINK",
     "ON_DISCONNECT",
     "RAW_HEADER_NAMES",
+    "RESPOND",
     "Answer",
     "BodySink",
     "ImmediateAnswer",
@@ -37,6 +38,11 @@ RAW_HEADER_NAMES = "tritonhttp.raw_header_names"
 #: scope key present (value None) when the server calls ``scope[ON_DISCONNECT]()`` if the
 #: client disconnects before the response is complete
 ON_DISCONNECT = "tritonhttp.on_disconnect"
+#: scope key holding ``respond(status, content_type, body)``: sends a whole response with
+#: a ``Content-Type`` and a ``Content-Length`` header in one synchronous call, instead of
+#: the two ASGI ``send`` messages. It returns None when the response is done, or (the
+#: client reads slowly, or the body is empty) an awaitable the application must await
+RESPOND = "tritonhttp.respond"
 #: scope key present (value None) when the server can write the rest of the request body
 #: into a :class:`BodySink` the application puts there
 BODY_SINK = "tritonhttp.body_sink"

@@ -53,13 +53,20 @@ import socket
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
 from typing import Any
 from urllib.parse import unquote
 
 import httptools
 
-from ._extensions import BODY_SINK, ON_DISCONNECT, RAW_HEADER_NAMES, Answer, ImmediateAnswer
+from ._extensions import (
+    BODY_SINK,
+    ON_DISCONNECT,
+    RAW_HEADER_NAMES,
+    RESPOND,
+    Answer,
+    ImmediateAnswer,
+)
 
 __all__ = ["MAX_HEAD_BYTES", "HttpServer"]
 
@@ -103,6 +110,9 @@ _DISCONNECT: dict[str, Any] = {"type": "http.disconnect"}
 #: the wire bytes of immediate answers: (answer, HTTP/1.0, keep-alive, HEAD) -> (bytes,
 #: keep-alive after it)
 _ANSWERS: dict[tuple[Answer, bool, bool, bool], tuple[bytes, bool]] = {}
+#: the heads of ``respond``: (status, content type, HTTP/1.0, keep-alive) -> (the head up
+#: to the Content-Length value, the rest of it, keep-alive after it)
+_HEADS: dict[tuple[int, bytes, bool, bool], tuple[bytes, bytes, bool]] = {}
 
 
 def _reason(status: int) -> bytes:
@@ -276,6 +286,45 @@ class _Exchange:
             await conn.drained()
         if not more:
             conn.response_done(self)
+
+    def respond(self, status: int, content_type: bytes, body: bytes) -> Awaitable[None] | None:
+        """A whole response with a Content-Type at once (see :data:`RESPOND`)."""
+        if self.started:
+            raise RuntimeError("the response has already started")
+        size = len(body)
+        if not size:  # (the head of an empty body has its own rules: the general path)
+            self.started = True
+            self._head(status, ((b"content-type", content_type), (b"content-length", b"0")))
+            return self.send({"type": "http.response.body", "body": b""})
+        self.started = self.finished = True
+        key = (status, content_type, self.http10, self.keep_alive)
+        parts = _HEADS.get(key)
+        if parts is None:
+            self._head(status, ((b"content-type", content_type), (b"content-length", b"1")))
+            head = self.head or b""
+            self.head = None
+            before, _, after = head.partition(b"Content-Length: 1\r\n")
+            parts = (before + b"Content-Length: ", b"\r\n" + after, self.keep_alive)
+            if len(_HEADS) >= 256:
+                _HEADS.clear()
+            _HEADS[key] = parts
+        before, after, self.keep_alive = parts
+        conn = self.conn
+        if not conn.lost:
+            if self.head_only:
+                conn.write(b"%s%d%s" % (before, size, after))
+            elif size < _JOIN_BELOW:
+                conn.write(b"%s%d%s%s" % (before, size, after, body))
+            else:
+                conn.write_parts([b"%s%d%s" % (before, size, after), body])
+            if conn.write_paused:
+                return self._drain_then_done()
+        conn.response_done(self)
+        return None
+
+    async def _drain_then_done(self) -> None:
+        await self.conn.drained()
+        self.conn.response_done(self)
 
     def answer(self, answer: Answer) -> None:
         """Send a whole response at once, the application not running (its headers must
@@ -587,6 +636,7 @@ class _Connection(asyncio.Protocol):
             "headers": headers,
             ON_DISCONNECT: None,
             BODY_SINK: None,
+            RESPOND: ex.respond,
         }
         if self._raw_names is not None:
             scope[RAW_HEADER_NAMES] = self._raw_names

@@ -213,12 +213,13 @@ def format_doubles(values: np.ndarray[Any, Any]) -> str:
     n = flat.size
     if n < _VECTOR_THRESHOLD:
         # (tolist widens FP16/FP32 to the same doubles astype would)
-        memo = _MEMO
-        out = []
-        for x in flat.tolist():  # (a loop here: a comprehension is one more frame)
-            text = memo.get(x)
-            out.append(text if text is not None else format_double(x))
-        return ",".join(out)
+        values_list = flat.tolist()
+        texts = list(map(_MEMO.get, values_list))  # (None: not memoised, or a zero)
+        if None in texts:
+            for i, text in enumerate(texts):
+                if text is None:
+                    texts[i] = format_double(values_list[i])
+        return ",".join(texts)  # type: ignore[arg-type]
     if flat.dtype != np.float64:
         flat = flat.astype(np.float64)
     # whole numbers (the common case in tests and demos) print as "<int>.0"

@@ -131,6 +131,11 @@ class Repository:
                     Code.UNAVAILABLE,
                 )
             return mv
+        versions = entry.versions
+        if len(versions) == 1:  # (the common case, without sorting)
+            for mv in versions.values():
+                if mv.ready:
+                    return mv
         ready = entry.ready_versions()
         if not ready:
             raise CoreError(

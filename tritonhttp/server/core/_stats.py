@@ -75,13 +75,15 @@ class ModelStats:
             self.inference_count += batch_size if inferences is None else inferences
             self.last_inference = time.time_ns() // 1_000_000
             st = self.stages
-            for key, ns in (
-                ("compute_input", input_ns),
-                ("compute_infer", infer_ns),
-                ("compute_output", output_ns),
-            ):
-                st[key][0] += requests
-                st[key][1] += ns
+            s = st["compute_input"]
+            s[0] += requests
+            s[1] += input_ns
+            s = st["compute_infer"]
+            s[0] += requests
+            s[1] += infer_ns
+            s = st["compute_output"]
+            s[0] += requests
+            s[1] += output_ns
         b = self.batches.get(batch_size)
         if b is None:
             b = self.batches[batch_size] = [0, 0, 0, 0, 0, 0]

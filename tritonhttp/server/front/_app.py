@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import _json
-from .._extensions import ON_DISCONNECT, Answer
+from .._extensions import ON_DISCONNECT, RESPOND, Answer
 from ..core._bridge import instances_ready
 from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import BackendError, Code, CoreError
@@ -111,8 +111,8 @@ class HttpFrontend:
         }
         self.forward = re.compile(forward_pattern, re.IGNORECASE) if forward_pattern else None
         self.in_flight = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
+        #: futures of ``wait_idle`` callers, settled when no request is in flight
+        self._idle_waiters: list[asyncio.Future[None]] = []
         self.accepting = True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -123,7 +123,6 @@ class HttpFrontend:
         if kind != "http":
             return
         self.in_flight += 1
-        self._idle.clear()
         try:
             try:
                 await self._route(scope, receive, send)
@@ -139,8 +138,11 @@ class HttpFrontend:
                 )
         finally:
             self.in_flight -= 1
-            if self.in_flight == 0:
-                self._idle.set()
+            if self.in_flight == 0 and self._idle_waiters:
+                for waiter in self._idle_waiters:
+                    if not waiter.done():
+                        waiter.set_result(None)
+                self._idle_waiters.clear()
 
     def immediate_answer(self, scope: Scope) -> Answer | None:
         """The answer to server liveness or readiness, for the bundled HTTP server to send
@@ -160,7 +162,11 @@ class HttpFrontend:
         return _HEALTHY if ok else _UNHEALTHY
 
     async def wait_idle(self) -> None:
-        await self._idle.wait()
+        """Return once no request is in flight."""
+        if self.in_flight:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._idle_waiters.append(waiter)
+            await waiter
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -727,6 +733,12 @@ class HttpFrontend:
                 await send_error(send, e, TEXT)
                 return
             if not blobs and not accept:  # (the common JSON answer, sent right here)
+                respond = scope.get(RESPOND)
+                if respond is not None:
+                    waiting = respond(200, JSON, header)
+                    if waiting is not None:
+                        await waiting
+                    return
                 await send(
                     {
                         "type": "http.response.start",
