@@ -289,6 +289,47 @@ def test_a_running_request_is_flagged_cancelled() -> None:
     assert run(main) == [[True]]
 
 
+def test_fifo_turns_survive_waiting_tasks_being_cancelled() -> None:
+    """FIFO hands a free instance to the first queued request, which runs in its own
+    task: a task cancelled while queued leaves the queue, and one cancelled after its
+    turn came passes the instance on (neither is executed, nothing hangs)."""
+
+    async def main() -> tuple[Any, ...]:
+        mv, (inst,) = make_model("max_batch_size: 0")
+        d = Driver(mv)
+        hold = await _hold_first(inst, d, batch=None)
+        for rid in "bcde":
+            await d.send(request(rid, batch=None))
+        assert mv.pending == 4
+        d.tasks["b"].cancel()  # queued: it leaves the queue
+        await asyncio.sleep(0)
+        assert mv.pending == 3
+        scheduler: Any = mv.scheduler
+        release = scheduler._release
+
+        def release_then_cancel(inst: Any) -> bool:
+            handed = release(inst)
+            if handed and not d.tasks["c"].done():
+                d.tasks["c"].cancel()  # c's turn came: its task is cancelled before it runs
+            return handed
+
+        scheduler._release = release_then_cancel
+        hold.set()  # "a" ends: its instance goes to "c", then on to "d"
+        results = {}
+        for rid, task in d.tasks.items():
+            try:
+                results[rid] = await task
+            except asyncio.CancelledError:
+                results[rid] = None
+        return results, inst.batches, mv.pending, list(scheduler._idle)
+
+    results, batches, pending, idle = run(main)
+    assert results["b"] is None and results["c"] is None
+    assert all(results[r].outputs for r in "ade")
+    assert batches == [["a"], ["d"], ["e"]]
+    assert pending == 0 and len(idle) == 1  # the instance came back
+
+
 # ----------------------------------------------------------------------------- sequences
 
 SEQ = """

@@ -403,25 +403,33 @@ class _Exchange:
         self.head = b"".join(out)
 
 
+class _Yield:
+    """Awaiting it yields ``what`` to the task, as the awaited future itself would have."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: Any) -> None:
+        self.what = what
+
+    def __await__(self) -> Any:
+        yield self.what
+
+
 async def _resume(coro: Any, yielded: Any) -> None:
-    """Go on running ``coro`` (whose last step yielded ``yielded``) as a Task would."""
+    """Go on running ``coro`` (whose last step yielded ``yielded``) as a Task would.
+
+    What ``coro`` yields is handed on to the running task unchanged: the task wakes when
+    the future is done (no extra hop through the loop) and cancels it when cancelled.
+    """
     while True:
         error: BaseException | None = None
-        try:
-            if yielded is None:
-                await asyncio.sleep(0)  # a bare yield: let the loop run once
-            elif not asyncio.isfuture(yielded):
-                error = RuntimeError(f"coroutine yielded {yielded!r}, not a future")
-            elif not yielded.done():
-                yielded._asyncio_future_blocking = False
-                waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                yielded.add_done_callback(functools.partial(_settle, waiter))
-                await waiter
-        except asyncio.CancelledError:
-            # cancel what it waits for (it then sees the CancelledError itself), or throw
-            # the cancellation in when there is nothing to cancel
-            if yielded is None or not yielded.cancel():
-                error = asyncio.CancelledError()
+        if yielded is not None and not asyncio.isfuture(yielded):
+            error = RuntimeError(f"coroutine yielded {yielded!r}, not a future")
+        else:
+            try:
+                await _Yield(yielded)  # (None: a bare yield, the loop runs once)
+            except BaseException as e:  # cancellation: on into the coroutine
+                error = e
         try:
             yielded = coro.send(None) if error is None else coro.throw(error)
         except StopIteration:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .model_config_pb2 import ModelDynamicBatching, ModelQueuePolicy
 
@@ -26,7 +26,7 @@ __all__ = ["Pending", "PriorityQueue"]
 class Pending:
     """A queued request: its future, when it arrived, its deadline and batch size."""
 
-    __slots__ = ("batch", "deadline_ns", "enqueue_ns", "future", "level", "request")
+    __slots__ = ("batch", "deadline_ns", "enqueue_ns", "future", "instance", "level", "request")
 
     def __init__(
         self,
@@ -40,6 +40,8 @@ class Pending:
         self.deadline_ns = 0
         self.level = 0
         self.batch = max(1, request.batch_size)
+        #: the instance handed to this request (FIFO scheduling: it runs there itself)
+        self.instance: Any = None
 
 
 class _LevelQueue:

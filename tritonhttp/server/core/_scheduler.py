@@ -11,7 +11,9 @@
   queued until an instance is free (so ``max_queue_size`` counts them).
 
 Both keep the fast path cheap: a lone request meeting an idle instance executes at
-once, without futures or tasks. Requests whose client went away are taken out of the
+once, without futures or tasks; a FIFO request that had to queue is handed the instance
+and runs in its own task. Both give a freed instance its next work before the finished
+requests' answers are encoded and sent. Requests whose client went away are taken out of the
 queue (reason ``CANCELED``); requests past a ``REJECT`` deadline are answered
 ``Request timeout expired`` (reason ``REJECTED``).
 """
@@ -55,6 +57,10 @@ Executor = Callable[
 @dataclass(slots=True)
 class Refusal(InferResponse):
     """An answer the scheduler gave instead of the model (timeout, cancellation)."""
+
+
+#: what a queued request's future is set to when an instance is handed to it
+_TURN = InferResponse()
 
 
 def _now() -> int:
@@ -148,17 +154,35 @@ class FifoScheduler(Scheduler):
 
     async def infer(self, req: InferRequest) -> InferResponse:
         if self._idle and not self._queue:
-            inst = self._idle.popleft()
-            try:
-                response = (await self._execute(inst, [req], ()))[0]
-            finally:
-                self._release(inst)
-            return reschedule_refused() if response.rescheduled else response
+            return await self._run_on(self._idle.popleft(), req)
         fut: asyncio.Future[InferResponse] = asyncio.get_running_loop().create_future()
         item = Pending(req, fut, _now())
         self._queue.append(item)
         self._waiting[id(req)] = item
-        return await fut
+        try:
+            answer = await fut
+        except BaseException:  # (the waiting task was cancelled)
+            if item.instance is not None:  # its turn had come: the next one's now
+                self._release(item.instance)
+            elif self._dequeue(item):
+                self._waiting.pop(id(req), None)
+            raise
+        if answer is not _TURN:
+            return answer  # refused in the queue
+        # (the request runs in its own task: handing over an instance makes none)
+        return await self._run_on(item.instance, req)
+
+    async def _run_on(self, inst: ModelInstance, req: InferRequest) -> InferResponse:
+        handed = False
+        try:
+            response = (await self._execute(inst, [req], ()))[0]
+        finally:
+            handed = self._release(inst)
+        if handed:
+            # let the next request reach the instance before this answer is encoded and
+            # sent (a worker process would sit idle meanwhile)
+            await asyncio.sleep(0)
+        return reschedule_refused() if response.rescheduled else response
 
     def _dequeue(self, item: Pending) -> bool:
         try:
@@ -167,24 +191,19 @@ class FifoScheduler(Scheduler):
             return False
         return True
 
-    def _release(self, inst: ModelInstance) -> None:
-        if not self._queue:
-            self._idle.append(inst)
-            return
-        item = self._queue.popleft()
-        self._waiting.pop(id(item.request), None)
-        self._spawn(self._run(inst, item))
-
-    async def _run(self, inst: ModelInstance, item: Pending) -> None:
-        try:
-            response = (await self._execute(inst, [item.request], ()))[0]
-            self._answer(item, reschedule_refused() if response.rescheduled else response)
-        except BaseException as e:  # never leave a waiter hanging
-            self._fail([item], e)
-            if not isinstance(e, Exception):
-                raise
-        finally:
-            self._release(inst)
+    def _release(self, inst: ModelInstance) -> bool:
+        """``inst`` is free: its turn goes to the first queued request still waiting
+        (True), or it goes idle (False)."""
+        queue = self._queue
+        while queue:
+            item = queue.popleft()
+            self._waiting.pop(id(item.request), None)
+            if not item.future.done():
+                item.instance = inst
+                item.future.set_result(_TURN)
+                return True
+        self._idle.append(inst)
+        return False
 
 
 class _Payload:
@@ -490,12 +509,20 @@ class DynamicBatcher(Scheduler):
 
     async def _run(self, inst: ModelInstance, payload: _Payload) -> None:
         items = [p for p in payload.items if not p.future.done()]
+        freed = False
         try:
             if items:
                 responses = await self._execute(inst, [p.request for p in items], ())
+                on_done = self._on_done
+                if on_done is None:
+                    # the instance takes its next payload before these answers go out
+                    # (a worker process would sit idle while they are encoded and sent)
+                    freed = True
+                    self._idle.append(inst)
+                    self._pump()
                 for item, response in zip(items, responses, strict=False):
-                    if self._on_done is not None:
-                        self._on_done(item, response)
+                    if on_done is not None:
+                        on_done(item, response)  # (it may queue the request again first)
                     else:
                         self._answer(
                             item, reschedule_refused() if response.rescheduled else response
@@ -505,8 +532,9 @@ class DynamicBatcher(Scheduler):
             if not isinstance(e, Exception):
                 raise
         finally:
-            self._idle.append(inst)
-            self._pump()
+            if not freed:
+                self._idle.append(inst)
+                self._pump()
 
     # ------------------------------------------------------------------ timers and refusals
 
