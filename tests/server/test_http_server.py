@@ -505,6 +505,39 @@ def test_disconnect_reaches_the_application() -> None:
     assert notes == ["callback", "http.disconnect"]
 
 
+#: request kinds whose answers must be the same bytes: (request line, extra headers)
+_REQUEST_KINDS = [
+    ("GET {} HTTP/1.1", ""),
+    ("GET {} HTTP/1.1", "Connection: close\r\n"),
+    ("GET {} HTTP/1.0", ""),
+    ("GET {} HTTP/1.0", "Connection: keep-alive\r\n"),
+    ("HEAD {} HTTP/1.1", "Connection: close\r\n"),
+]
+
+
+def _answers_per_kind(url: str, paths: tuple[str, ...], line: str, extra: str) -> list[bytes]:
+    """Each path's answer on a new connection for one request kind; the connection must
+    close or stay open (then answer the same again) as the kind says."""
+    host, port = url.rsplit(":", 1)
+    answers = []
+    for path in paths:
+        request = f"{line.format(path)}\r\nHost: x\r\n{extra}\r\n".encode()
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(request)
+            if line.startswith("HEAD"):
+                answers.append(sock.recv(1 << 20))  # (a head only, then the close)
+                assert _closed_after(sock)
+                continue
+            buf = bytearray()
+            answers.append(_read_response(sock, buf))
+            if "close" in extra or ("1.0" in line and not extra):
+                assert _closed_after(sock)
+            else:
+                sock.sendall(request)  # still open: answered again
+                assert _read_response(sock, buf) == answers[-1]
+    return answers
+
+
 class _ImmediateApp:
     """Answers ``/now`` through ``immediate_answer`` and everything else through ASGI —
     ``/asgi-now`` with the same answer, ``/slow`` after a wait; ``/boom`` makes
@@ -530,39 +563,12 @@ class _ImmediateApp:
         await send({"type": "http.response.body", "body": body})
 
 
-@pytest.mark.parametrize(
-    "variant",
-    [
-        ("GET {} HTTP/1.1", ""),
-        ("GET {} HTTP/1.1", "Connection: close\r\n"),
-        ("GET {} HTTP/1.0", ""),
-        ("GET {} HTTP/1.0", "Connection: keep-alive\r\n"),
-        ("HEAD {} HTTP/1.1", "Connection: close\r\n"),
-    ],
-)
+@pytest.mark.parametrize("variant", _REQUEST_KINDS)
 def test_immediate_answers_are_the_applications_bytes(variant: tuple[str, str]) -> None:
-    line, extra = variant
-
-    def request(path: str) -> bytes:
-        return f"{line.format(path)}\r\nHost: x\r\n{extra}\r\n".encode()
-
     app = _ImmediateApp()
     with serving(app) as s:
         for _ in range(2):  # the second answer comes from the server's cache of bytes
-            host, port = s.url.rsplit(":", 1)
-            answers = []
-            for path in ("/now", "/asgi-now"):
-                with socket.create_connection((host, int(port)), timeout=10) as sock:
-                    sock.sendall(request(path))
-                    buf = bytearray()
-                    answers.append(_read_response(sock, buf) if "HEAD" not in line else b"")
-                    if "close" in extra or ("1.0" in line and not extra):
-                        assert _closed_after(sock)
-                    elif "HEAD" not in line:
-                        sock.sendall(request(path))  # still open: answered again
-                        assert _read_response(sock, buf) == answers[-1]
-            if "HEAD" in line:
-                continue
+            answers = _answers_per_kind(s.url, ("/now", "/asgi-now"), *variant)
             assert answers[0] == answers[1]
     assert app.called.count("/now") == 0
 
@@ -604,41 +610,12 @@ async def _respond_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-@pytest.mark.parametrize(
-    "variant",
-    [
-        ("GET {} HTTP/1.1", ""),
-        ("GET {} HTTP/1.1", "Connection: close\r\n"),
-        ("GET {} HTTP/1.0", ""),
-        ("GET {} HTTP/1.0", "Connection: keep-alive\r\n"),
-        ("HEAD {} HTTP/1.1", "Connection: close\r\n"),
-    ],
-)
+@pytest.mark.parametrize("variant", _REQUEST_KINDS)
 @pytest.mark.parametrize("size", [0, 5, 70_000])
 def test_respond_sends_the_asgi_bytes(variant: tuple[str, str], size: int) -> None:
-    line, extra = variant
-
-    def request(path: str) -> bytes:
-        return f"{line.format(path)}\r\nHost: x\r\n{extra}\r\n".encode()
-
     with serving(_respond_app) as s:
-        host, port = s.url.rsplit(":", 1)
         for _ in range(2):  # the second head comes from the server's cache
-            answers = []
-            for path in (f"/respond/{size}", f"/asgi/{size}"):
-                with socket.create_connection((host, int(port)), timeout=10) as sock:
-                    sock.sendall(request(path))
-                    if "HEAD" in line:
-                        answers.append(sock.recv(1 << 20))  # (a head only, then the close)
-                        assert _closed_after(sock)
-                        continue
-                    buf = bytearray()
-                    answers.append(_read_response(sock, buf))
-                    if "close" in extra or ("1.0" in line and not extra):
-                        assert _closed_after(sock)
-                    else:
-                        sock.sendall(request(path))  # still open: answered again
-                        assert _read_response(sock, buf) == answers[-1]
+            answers = _answers_per_kind(s.url, (f"/respond/{size}", f"/asgi/{size}"), *variant)
             assert answers[0] == answers[1]
             assert answers[0].startswith(b"HTTP/1.") and b" 202 " in answers[0][:13]
 
