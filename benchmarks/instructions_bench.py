@@ -15,7 +15,8 @@ extra requests (so start-up and model loading cancel out).
 under callgrind, the HTTP server included) while a client in another process sends the
 requests one after another over a real socket; with ``--isolation process`` the model
 runs in its worker process, which callgrind does not follow, so the count is the
-server's side of the round trip.
+server's side of the round trip. Polling is off on both sides (``--http-busy-wait-us=0``,
+``busy-wait-us=0``), so that no spinning is counted.
 
 It needs valgrind (`apt-get install -y valgrind`); it measures our server only, there is
 no reference to compare with. Use it before and after a change to the request path.
@@ -165,7 +166,7 @@ def _count_socket(repo: str, case: str, isolation: str, requests: int) -> int:
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
            __file__, "--serve-child", "--model-repository", repo, "--http-port", str(port),
            "--log-info=false", f"--python-isolation={isolation}", "--http-busy-wait-us=0",
-           "--allow-metrics=false"]  # fmt: skip
+           "--backend-config", "python,busy-wait-us=0", "--allow-metrics=false"]  # fmt: skip
     server = subprocess.Popen(
         cmd, env=env, cwd=tempfile.gettempdir(), stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True,
