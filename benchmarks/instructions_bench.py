@@ -53,21 +53,27 @@ WARM_UP = 300
 BASE = 500
 
 
+def _always_inline() -> None:
+    """Model instances execute inline on the event loop from their first call: under
+    callgrind every call is slow, and the inline execution a loaded server uses is kept."""
+    from tritonhttp.server.backends.python import _runner
+
+    plain_init = _runner.InstanceRunner.__init__
+
+    def always_inline(self: _runner.InstanceRunner, name: str, inline: str = "auto") -> None:
+        plain_init(self, name, "always")
+
+    _runner.InstanceRunner.__init__ = always_inline  # type: ignore[method-assign]
+
+
 def _drive(repo: str, case: str, requests: int) -> None:
     """(In the child, under callgrind.) Serve ``requests`` requests of ``case``."""
     import uvloop
 
     from tritonhttp.server._options import parse_args
     from tritonhttp.server._server import Server
-    from tritonhttp.server.backends.python import _runner
 
-    plain_init = _runner.InstanceRunner.__init__
-
-    def always_inline(self: _runner.InstanceRunner, name: str, inline: str = "auto") -> None:
-        # under callgrind every call is slow: keep the inline execution a loaded server uses
-        plain_init(self, name, "always")
-
-    _runner.InstanceRunner.__init__ = always_inline  # type: ignore[method-assign]
+    _always_inline()
     path, method, body = CASES[case]
 
     async def main() -> None:
@@ -128,14 +134,8 @@ def _count(repo: str, case: str, requests: int) -> int:
 def _serve_child(argv: list[str]) -> None:
     """(In the child, under callgrind.) The server, its instances always inline."""
     from tritonhttp.server.__main__ import main as server_main
-    from tritonhttp.server.backends.python import _runner
 
-    plain_init = _runner.InstanceRunner.__init__
-
-    def always_inline(self: _runner.InstanceRunner, name: str, inline: str = "auto") -> None:
-        plain_init(self, name, "always")
-
-    _runner.InstanceRunner.__init__ = always_inline  # type: ignore[method-assign]
+    _always_inline()
     raise SystemExit(server_main(argv))
 
 

@@ -311,12 +311,13 @@ class _Exchange:
         before, after, self.keep_alive = parts
         conn = self.conn
         if not conn.lost:
+            head = b"%s%d%s" % (before, size, after)
             if self.head_only:
-                conn.write(b"%s%d%s" % (before, size, after))
+                conn.write(head)
             elif size < _JOIN_BELOW:
-                conn.write(b"%s%d%s%s" % (before, size, after, body))
+                conn.write(head + body)
             else:
-                conn.write_parts([b"%s%d%s" % (before, size, after), body])
+                conn.write_parts([head, body])
             if conn.write_paused:
                 return self._drain_then_done()
         conn.response_done(self)

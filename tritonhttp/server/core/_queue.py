@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .model_config_pb2 import ModelDynamicBatching, ModelQueuePolicy
 
 if TYPE_CHECKING:
+    from ._backend_api import ModelInstance
     from ._types import InferRequest, InferResponse
 
 __all__ = ["Pending", "PriorityQueue"]
@@ -41,7 +42,7 @@ class Pending:
         self.level = 0
         self.batch = max(1, request.batch_size)
         #: the instance handed to this request (FIFO scheduling: it runs there itself)
-        self.instance: Any = None
+        self.instance: ModelInstance | None = None
 
 
 class _LevelQueue:

@@ -13,8 +13,8 @@
 Both keep the fast path cheap: a lone request meeting an idle instance executes at
 once, without futures or tasks; a FIFO request that had to queue is handed the instance
 and runs in its own task. Both give a freed instance its next work before the finished
-requests' answers are encoded and sent. Requests whose client went away are taken out of the
-queue (reason ``CANCELED``); requests past a ``REJECT`` deadline are answered
+requests' answers are encoded and sent. Requests whose client went away are taken out
+of the queue (reason ``CANCELED``); requests past a ``REJECT`` deadline are answered
 ``Request timeout expired`` (reason ``REJECTED``).
 """
 
@@ -170,10 +170,10 @@ class FifoScheduler(Scheduler):
         if answer is not _TURN:
             return answer  # refused in the queue
         # (the request runs in its own task: handing over an instance makes none)
+        assert item.instance is not None
         return await self._run_on(item.instance, req)
 
     async def _run_on(self, inst: ModelInstance, req: InferRequest) -> InferResponse:
-        handed = False
         try:
             response = (await self._execute(inst, [req], ()))[0]
         finally:

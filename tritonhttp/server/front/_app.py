@@ -732,24 +732,14 @@ class HttpFrontend:
             except CoreError as e:
                 await send_error(send, e, TEXT)
                 return
-            if not blobs and not accept:  # (the common JSON answer, sent right here)
+            if not blobs and not accept:  # (the common JSON answer)
                 respond = scope.get(RESPOND)
-                if respond is not None:
-                    waiting = respond(200, JSON, header)
-                    if waiting is not None:
-                        await waiting
+                if respond is None:
+                    await send_response(send, 200, header)
                     return
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 200,
-                        "headers": [
-                            (b"content-type", JSON),
-                            (b"content-length", b"%d" % len(header)),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": header})
+                waiting = respond(200, JSON, header)
+                if waiting is not None:
+                    await waiting
                 return
             # shared memory: the blobs may be views of a region; it stays registered
             # (in use) until they are sent
