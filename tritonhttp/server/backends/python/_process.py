@@ -46,8 +46,9 @@ PB_UTILS_DIR = str(Path(_pb_errors.__file__).resolve().parent)
 #: executes in flight over every worker of this server (a poll only when it is the only one)
 _ACTIVE = [0]
 _SERVER_DTYPES = {**DTYPES, "BF16": BF16}
-#: the server's event loop polls for a worker's answer at most this long (µs): while it
-#: polls it serves no other connection
+#: the server's event loop polls for a worker's answer at most this long (µs): inline
+#: for a lone request (serving no other connection meanwhile), else by turning without
+#: sleeping (:func:`_stay_awake`)
 REPLY_POLL_CAP_US = 300
 
 
