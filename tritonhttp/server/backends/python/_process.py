@@ -672,26 +672,26 @@ class ProcessInstance:
         spin = min(self._settings.busy_wait_us, REPLY_POLL_CAP_US) * 1000
         _ACTIVE[0] += 1
         try:
-            if (
-                spin
-                and _ACTIVE[0] == 1
-                and t0 - self._last_end > 60_000
-                and t0 - requests[0].start_ns < 100_000
-                and self._last_rtt < spin
-            ):
-                # one request at a time (it did not queue, no other execute is in flight)
-                # and a quick model: poll for the answer a moment rather than sleep in the
-                # event loop (a wake-up costs tens of microseconds)
+            if spin and self._last_rtt < spin:
+                # a quick model: poll for the answer a moment rather than let the event
+                # loop sleep (a wake-up costs tens of microseconds)
                 deadline = t1 + spin
-                while worker.alive and time.monotonic_ns() < deadline:
-                    worker._readable()
-                    if done.done():
-                        break
-                    os.sched_yield()
-            elif spin and self._last_rtt < spin:
-                # other work is under way: keep the event loop turning (it serves every
-                # connection meanwhile) instead of letting it sleep until the answer
-                _stay_awake(loop, done, t1 + spin)
+                if (
+                    _ACTIVE[0] == 1
+                    and t0 - self._last_end > 60_000
+                    and t0 - requests[0].start_ns < 100_000
+                ):
+                    # one request at a time (it did not queue, no other execute is in
+                    # flight): poll the worker's socket right here
+                    while worker.alive and time.monotonic_ns() < deadline:
+                        worker._readable()
+                        if done.done():
+                            break
+                        os.sched_yield()
+                else:
+                    # other work is under way: keep the loop turning (it serves every
+                    # connection meanwhile) until the answer
+                    _stay_awake(loop, done, deadline)
             flags = await done
         finally:
             _ACTIVE[0] -= 1
