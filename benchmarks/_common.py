@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import platform
 import socket
 import time
 from collections.abc import Iterator, Sequence
@@ -80,6 +82,30 @@ def raw_round_trips(
             if parser.get_status_code() != 200:
                 raise RuntimeError(f"raw request failed with {parser.get_status_code()}")
     return total / n, best
+
+
+def machine() -> str:
+    """One line naming the machine a run was measured on (ratios differ between kinds).
+
+    CPU model, CPUs this process may use, kernel release, and the hypervisor when the
+    kernel reports one (``/proc/cpuinfo``'s ``hypervisor`` flag)."""
+    model, virtual = platform.processor() or platform.machine(), False
+    with (
+        contextlib.suppress(OSError),
+        open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f,
+    ):
+        for text in f:
+            key, _, value = text.partition(":")
+            if key.strip() == "model name" and value.strip():
+                model = value.strip()
+            elif key.strip() == "flags":
+                virtual = "hypervisor" in value.split()
+                break
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (
+        f"machine: {model}, {cpus} CPUs, {platform.system()} {platform.release()}"
+        f"{', virtual machine' if virtual else ''}"
+    )
 
 
 def line(name: str, ours: float, reference: float, unit: str, higher_is_better: bool = True) -> str:

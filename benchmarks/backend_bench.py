@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from _common import ADD_BODY
+    from _common import ADD_BODY, machine
 except ImportError:  # run as a module
-    from benchmarks._common import ADD_BODY
+    from benchmarks._common import ADD_BODY, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 ADD_SUB = ROOT / "tests" / "models" / "add_sub"
@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per case")
     parser.add_argument("--skip-real", action="store_true", help="measure our server only")
     args = parser.parse_args(argv)
+    print(machine())
     load = _wrk if shutil.which("wrk") else _python_load
     if load is _python_load:
         print("wrk not found (apt-get install -y wrk): using this script's load generator")

@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 
 try:
-    from _common import ADD_BODY
+    from _common import ADD_BODY, machine
 except ImportError:  # run as a module
-    from benchmarks._common import ADD_BODY
+    from benchmarks._common import ADD_BODY, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "models"
@@ -165,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         help="also measure our server under --http-server=uvicorn (the HTTP stack it replaced)",
     )
     args = parser.parse_args(argv)
+    print(machine())
 
     repo = _repo()
     targets = [Target("ours", _start_ours)]
