@@ -87,8 +87,8 @@ def raw_round_trips(
 def machine() -> str:
     """One line naming the machine a run was measured on (ratios differ between kinds).
 
-    CPU model, CPUs this process may use, kernel release, and the hypervisor when the
-    kernel reports one (``/proc/cpuinfo``'s ``hypervisor`` flag)."""
+    CPU model, CPUs this process may use, kernel release, and whether it is a virtual
+    machine (``/proc/cpuinfo``'s ``hypervisor`` flag)."""
     model, virtual = platform.processor() or platform.machine(), False
     with (
         contextlib.suppress(OSError),
