@@ -1,4 +1,5 @@
-"""Tensor blocks between the server and a worker (`_ipc.write_block` / `read_block`).
+"""Tensor blocks between the server and a worker (`_ipc.write_block` / `read_block`), and
+the framing of its control messages (`_ipc.encode` / `FrameReader`).
 
 A block of at most ``INLINE`` bytes rides inside the control message; a larger one is
 written into the producer's shared-memory arena. Either way the receiver must get every
@@ -20,7 +21,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tritonhttp.server.backends.python._arena import Consumer, Producer
-from tritonhttp.server.backends.python._ipc import DTYPES, INLINE, SMALL, read_block, write_block
+from tritonhttp.server.backends.python._ipc import (
+    DTYPES,
+    INLINE,
+    SMALL,
+    FrameReader,
+    encode,
+    read_block,
+    write_block,
+)
 
 MIB = 1 << 20
 
@@ -133,3 +142,47 @@ def test_non_contiguous_and_bf16_inputs(pair: tuple[Producer, Consumer]) -> None
     (_, _, _, s), (_, _, _, h) = read_block(consumer, block)
     assert np.array_equal(s, strided) and s.flags.c_contiguous
     assert h.dtype == np.uint16 and h.tolist() == [0x3F80, 0x4000]
+
+
+MESSAGES = st.lists(
+    st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20),
+                  st.binary(max_size=300)),
+        lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                st.tuples(inner, inner)),
+        max_leaves=12,
+    ),
+    min_size=1,
+    max_size=6,
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages=MESSAGES, data=st.data())
+def test_frames_come_out_whole_and_in_order_however_the_bytes_arrive(
+    messages: list[Any], data: Any
+) -> None:
+    """Control messages cut at any byte (one message per read is the usual case, the
+    reader's fast path; several per read, or a message split over reads, must give the
+    same messages in the same order)."""
+    stream = b"".join(encode(m) for m in messages)
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(stream)), max_size=8))))
+    reader = FrameReader()
+    out: list[Any] = []
+    start = 0
+    for cut in [*cuts, len(stream)]:
+        if cut > start:
+            out.extend(reader.feed(stream[start:cut]))
+            start = cut
+    assert out == messages
+
+
+def test_one_whole_message_per_read_leaves_nothing_behind() -> None:
+    """The fast path: each read holding exactly one message; the next partial read must
+    still be completed by the read after it."""
+    reader = FrameReader()
+    first, second = encode(("done", 1, [(7, None, False)], [False])), encode(("log", "x"))
+    assert reader.feed(first) == [("done", 1, [(7, None, False)], [False])]
+    assert reader.feed(second[:3]) == []
+    assert reader.feed(second[3:]) == [("log", "x")]
+    assert reader.feed(first + second) == [("done", 1, [(7, None, False)], [False]), ("log", "x")]

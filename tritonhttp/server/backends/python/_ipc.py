@@ -87,6 +87,8 @@ class FrameReader:
         self._buf = b""
 
     def feed(self, data: bytes) -> list[Any]:
+        if not self._buf and len(data) >= 4 and _LEN.unpack_from(data)[0] == len(data) - 4:
+            return [pickle.loads(memoryview(data)[4:])]  # (the usual case: one whole message)
         buf = self._buf + data if self._buf else data
         out = []
         pos = 0
