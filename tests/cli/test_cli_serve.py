@@ -13,7 +13,7 @@ import subprocess
 import pytest
 from cli_helpers import MODELS, SCRIPT, run_script
 
-from tritonhttp.testing._real_triton import free_port
+from tritonhttp.testing._real_triton import free_ports
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("tritonhttp.server") is None,
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
 def test_serve_runs_the_bundled_server(stop_signal: signal.Signals) -> None:
-    http_port, metrics_port = free_port(), free_port()
+    http_port, metrics_port = free_ports(2)
     url = f"127.0.0.1:{http_port}"
     server = subprocess.Popen(
         [

@@ -40,7 +40,7 @@ def start(
     log_path: str | os.PathLike[str] | None = None,
 ) -> BundledServer:
     """Start the server on free ports and wait until it is live (and ready)."""
-    http, metrics = _process.free_port(), _process.free_port()
+    http, metrics = _process.free_ports(2)
     args = [sys.executable, "-m", "tritonhttp.server", *_process.repository_flags(model_repository)]
     args += [f"--http-port={http}", f"--metrics-port={metrics}", *extra_args]
     log = (

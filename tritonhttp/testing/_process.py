@@ -23,6 +23,7 @@ __all__ = [
     "Repositories",
     "ServerProcess",
     "free_port",
+    "free_ports",
     "http_status",
     "repository_flags",
     "stopping",
@@ -35,9 +36,19 @@ Repositories: TypeAlias = "str | os.PathLike[str] | Sequence[str | os.PathLike[s
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` different TCP ports on 127.0.0.1 that were free a moment ago (all held
+    until every one is picked: separate :func:`free_port` calls may return one twice)."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            s = stack.enter_context(socket.socket())
+            s.bind(("127.0.0.1", 0))
+            ports.append(int(s.getsockname()[1]))
+        return ports
 
 
 def http_status(url: str) -> int | None:

@@ -26,10 +26,13 @@ from pathlib import Path
 from ._process import (
     Repositories,
     ServerProcess,
-    free_port,
+    free_ports,
     repository_flags,
     stopping,
     wait_until_up,
+)
+from ._process import (
+    free_port as free_port,  # (re-exported: tests pick ports through this module)
 )
 
 #: nvidia-pytriton 0.7.0 bundles tritonserver 2.51.0 (Triton release 24.10).
@@ -169,7 +172,7 @@ def start(
     once ``timeout`` has passed half-way.
     """
     install = ensure_installed()
-    http, grpc, metrics = free_port(), free_port(), free_port()
+    http, grpc, metrics = free_ports(3)
     log = Path(log_path) if log_path else Path(cache_dir()) / "logs" / f"tritonserver-{http}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     args = [str(install.binary), *repository_flags(model_repository)]
