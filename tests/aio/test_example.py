@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tritonhttp.testing import _real_triton as rt
+from tritonhttp.testing._process import free_port
 
 pytestmark = pytest.mark.real_triton
 
@@ -34,6 +35,6 @@ def test_aio_quickstart_example(generate_triton: rt.RealTriton) -> None:
 
 
 def test_aio_quickstart_example_reports_an_unreachable_server() -> None:
-    done = run_example(f"127.0.0.1:{rt.free_port()}")
+    done = run_example(f"127.0.0.1:{free_port()}")
     assert done.returncode == 1
     assert "no Triton server answers" in done.stderr

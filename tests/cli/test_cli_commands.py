@@ -15,6 +15,7 @@ from cli_helpers import GENERATE_REPO
 from conftest import Invoke, RunCli, Server
 
 from tritonhttp.testing import _real_triton as rt
+from tritonhttp.testing._process import free_port
 from tritonhttp.utils import shared_memory as shm
 
 ADD_SUB = ["infer", "add_sub", "-i", "INPUT0=1,2,3,4", "-i", "INPUT1=10,20,30,40"]
@@ -452,7 +453,7 @@ def test_metrics(run_cli: RunCli, triton: Server) -> None:
     assert all(r["labels"].get("model") == "add_sub" for r in rows)
     count = next(r for r in rows if r["name"] == "nv_inference_count")
     assert count["type"] == "counter" and count["value"] >= 1
-    down = run_cli("metrics", "--metrics-url", f"127.0.0.1:{rt.free_port()}")
+    down = run_cli("metrics", "--metrics-url", f"127.0.0.1:{free_port()}")
     assert down.code == 1 and down.stderr.startswith("Error: cannot fetch metrics from")
 
 
@@ -465,7 +466,7 @@ def test_model_name_completion(triton: Server) -> None:
     assert names == ["text_echo", "text_stream"]
     down = [
         c.value
-        for c in complete.get_completions(["--url", f"127.0.0.1:{rt.free_port()}", "infer"], "")
+        for c in complete.get_completions(["--url", f"127.0.0.1:{free_port()}", "infer"], "")
     ]
     assert down == []
 

@@ -22,7 +22,7 @@ from tritonhttp_cli._serve import server_command
 from tritonhttp_cli._settings import Settings
 from tritonhttp_cli._values import TensorSpec, fit_shape, parse_tensor_value, to_array
 
-from tritonhttp.testing._real_triton import free_port
+from tritonhttp.testing._process import free_port
 
 COMMANDS = [
     "bench",

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 from cli_helpers import MODELS, SCRIPT, run_script
 
-from tritonhttp.testing._real_triton import free_ports
+from tritonhttp.testing._process import free_ports
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("tritonhttp.server") is None,

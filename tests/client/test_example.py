@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tritonhttp.testing import _real_triton as rt
+from tritonhttp.testing._process import free_port
 
 pytestmark = pytest.mark.real_triton
 
@@ -30,7 +31,7 @@ def test_quickstart_example(real_triton: rt.RealTriton) -> None:
 
 def test_quickstart_example_reports_an_unreachable_server() -> None:
     done = subprocess.run(
-        [sys.executable, str(EXAMPLE), f"127.0.0.1:{rt.free_port()}"],
+        [sys.executable, str(EXAMPLE), f"127.0.0.1:{free_port()}"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -256,9 +256,9 @@ def _open_files_limits(pid: int) -> tuple[str, str]:
 @pytest.mark.skipif(not Path("/proc/self/limits").exists(), reason="needs Linux /proc")
 def test_start_raises_the_open_files_soft_limit() -> None:
     from tritonhttp.server._server import OPEN_FILES_CAP
-    from tritonhttp.testing._real_triton import free_port
+    from tritonhttp.testing._process import free_ports
 
-    port = free_port()
+    port, metrics_port = free_ports(2)
     process = subprocess.Popen(
         [
             sys.executable,
@@ -267,7 +267,7 @@ def test_start_raises_the_open_files_soft_limit() -> None:
             f"--model-repository={MODELS}",
             "--model-control-mode=explicit",  # nothing to load: a quick start
             f"--http-port={port}",
-            f"--metrics-port={free_port()}",
+            f"--metrics-port={metrics_port}",
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

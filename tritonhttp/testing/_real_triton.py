@@ -31,9 +31,6 @@ from ._process import (
     stopping,
     wait_until_up,
 )
-from ._process import (
-    free_port as free_port,  # (re-exported: tests pick ports through this module)
-)
 
 #: nvidia-pytriton 0.7.0 bundles tritonserver 2.51.0 (Triton release 24.10).
 PYTRITON_VERSION = "0.7.0"
