@@ -15,16 +15,18 @@ application runs).
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 __all__ = [
     "BODY_SINK",
+    "DIRECT",
     "ON_DISCONNECT",
     "RAW_HEADER_NAMES",
     "RESPOND",
     "Answer",
     "BodySink",
+    "DirectLink",
     "ImmediateAnswer",
 ]
 
@@ -43,6 +45,11 @@ ON_DISCONNECT = "tritonhttp.on_disconnect"
 #: the two ASGI ``send`` messages. It returns None when the response is done, or (the
 #: client reads slowly, or the body is empty) an awaitable the application must await
 RESPOND = "tritonhttp.respond"
+#: scope key holding ``direct()``: a :class:`DirectLink` through which another process
+#: may write this request's ``200`` response on the client's socket itself, or None when
+#: it cannot now (the response must then be sent as usual). Once handed out, the
+#: application must end the response with ``DirectLink.finish`` or send it as usual
+DIRECT = "tritonhttp.direct"
 #: scope key present (value None) when the server can write the rest of the request body
 #: into a :class:`BodySink` the application puts there
 BODY_SINK = "tritonhttp.body_sink"
@@ -68,3 +75,36 @@ class BodySink:
         self.view[self.filled : end] = chunk
         self.filled = end
         return True
+
+
+class DirectLink:
+    """A client connection another process may answer on (see :data:`DIRECT`).
+
+    ``fd`` is a descriptor of the connection's socket, to pass on with ``SCM_RIGHTS``
+    (it stays valid while the connection is open); ``key`` names the connection, never
+    reused. ``json_head`` and ``binary_head`` are the response heads, ``%d`` where the
+    numbers go: ``json_head % len(body)`` and ``binary_head % (len(json), len(body))``
+    (``Inference-Header-Content-Length`` first). ``on_close(callback)`` registers a
+    callback for the connection's end (the descriptors passed on should be closed then).
+    """
+
+    __slots__ = ("binary_head", "fd", "finish", "json_head", "key", "on_close")
+
+    def __init__(
+        self,
+        key: int,
+        fd: int,
+        json_head: bytes,
+        binary_head: bytes,
+        finish: Callable[[bytes], Awaitable[None] | None],
+        on_close: Callable[[Callable[[], None]], None],
+    ) -> None:
+        self.key = key
+        self.fd = fd
+        self.json_head = json_head
+        self.binary_head = binary_head
+        #: ``finish(rest)``: the other process wrote the response but ``rest``; the server
+        #: sends ``rest`` and goes on. Returns None, or an awaitable to await (the client
+        #: reads slowly)
+        self.finish = finish
+        self.on_close = on_close

@@ -46,6 +46,7 @@ import contextlib
 import contextvars
 import functools
 import http
+import itertools
 import logging
 import os
 import select
@@ -61,10 +62,12 @@ import httptools
 
 from ._extensions import (
     BODY_SINK,
+    DIRECT,
     ON_DISCONNECT,
     RAW_HEADER_NAMES,
     RESPOND,
     Answer,
+    DirectLink,
     ImmediateAnswer,
 )
 
@@ -113,6 +116,9 @@ _ANSWERS: dict[tuple[Answer, bool, bool, bool], tuple[bytes, bool]] = {}
 #: the heads of ``respond``: (status, content type, HTTP/1.0, keep-alive) -> (the head up
 #: to the Content-Length value, the rest of it, keep-alive after it)
 _HEADS: dict[tuple[int, bytes, bool, bool], tuple[bytes, bytes, bool]] = {}
+#: (HTTP/1.0?) -> the heads of a direct answer (see :class:`DirectLink`)
+_DIRECT_HEADS: dict[bool, tuple[bytes, bytes]] = {}
+_KEYS = itertools.count(1)
 
 
 def _reason(status: int) -> bytes:
@@ -149,6 +155,7 @@ class _Exchange:
         "delivered",
         "expect_continue",
         "finished",
+        "handed",
         "head",
         "head_only",
         "http10",
@@ -175,6 +182,8 @@ class _Exchange:
         #: response state
         self.started = False
         self.finished = False
+        #: a DirectLink was handed out: another process may write the response
+        self.handed = False
         self.chunked = False
         self.head: bytes | None = None
         #: bytes the declared Content-Length still expects (-1: none declared)
@@ -327,6 +336,47 @@ class _Exchange:
         await self.conn.drained()
         self.conn.response_done(self)
 
+    def direct(self) -> DirectLink | None:
+        """The connection, for another process to write this 200 response on (see
+        :data:`DIRECT`); None when that cannot be done now."""
+        conn = self.conn
+        if (
+            self.started
+            or self.head_only
+            or not self.keep_alive
+            or self.http10
+            or conn.lost
+            or conn.write_paused
+            or conn.transport.get_write_buffer_size()
+        ):
+            return None
+        link = conn.direct_link()
+        if link is not None:
+            self.handed = True
+        return link
+
+    def direct_heads(self) -> tuple[bytes, bytes]:
+        """(JSON, binary) heads of an HTTP/1.1 keep-alive 200 answer, ``%d`` for numbers."""
+        heads = _DIRECT_HEADS.get(self.http10)
+        if heads is None:
+            made = []
+            for headers in (
+                ((b"content-type", b"application/json"), (b"content-length", b"7777777")),
+                (
+                    (b"content-type", b"application/octet-stream"),
+                    (b"inference-header-content-length", b"8888888"),
+                    (b"content-length", b"7777777"),
+                ),
+            ):
+                self._head(200, headers)
+                head = (self.head or b"").replace(b"%", b"%%")
+                made.append(head.replace(b"8888888", b"%d").replace(b"7777777", b"%d"))
+            self.head = None
+            self.chunked = False
+            self.body_left = -1
+            heads = _DIRECT_HEADS[self.http10] = (made[0], made[1])
+        return heads
+
     def answer(self, answer: Answer) -> None:
         """Send a whole response at once, the application not running (its headers must
         hold the Content-Length). The bytes are made once per answer and request kind."""
@@ -470,6 +520,10 @@ class _Connection(asyncio.Protocol):
         self._local: tuple[str, int] | None = None
         self._answered = 0.0
         self._quick = False
+        #: (direct answers) a descriptor of our own, the link, and who to tell at the end
+        self._dup: socket.socket | None = None
+        self._link: DirectLink | None = None
+        self._closers: list[Callable[[], None]] = []
 
     # ---------------------------------------------------------------- transport events
 
@@ -516,6 +570,8 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
         self.server.connections.discard(self)
+        if self._dup is not None:
+            self._end_direct()
         current = self.current
         if current is not None and not current.finished:
             callback = current.scope.get(ON_DISCONNECT)
@@ -528,6 +584,55 @@ class _Connection(asyncio.Protocol):
             current.wake()
         self.queue.clear()
         self._wake_drain()
+
+    # ---------------------------------------------------------------- direct answers
+
+    def direct_link(self) -> DirectLink | None:
+        """This connection's :class:`DirectLink` (made at its first use)."""
+        link = self._link
+        if link is None:
+            if self._fd < 0 or self.lost:
+                return None
+            try:
+                self._dup = socket.socket(fileno=os.dup(self._fd))
+            except OSError:
+                return None
+            ex = self.current
+            assert ex is not None
+            json_head, binary_head = ex.direct_heads()
+            link = self._link = DirectLink(
+                next(_KEYS), self._dup.fileno(), json_head, binary_head,
+                self._finish_direct, self._closers.append,
+            )  # fmt: skip
+        return link
+
+    def _finish_direct(self, rest: bytes) -> Awaitable[None] | None:
+        """The current response was written by another process but ``rest``."""
+        ex = self.current
+        assert ex is not None and ex.handed and not ex.started
+        ex.started = ex.finished = True
+        if rest and not self.lost:
+            self.transport.write(rest)
+            if self.write_paused:
+                return ex._drain_then_done()
+        self.response_done(ex)
+        return None
+
+    def _end_direct(self) -> None:
+        """The connection is over: end it for every process holding it too (a shutdown
+        sends the FIN whoever else still has a descriptor), and tell them."""
+        dup = self._dup
+        assert dup is not None
+        self._dup = None
+        with contextlib.suppress(OSError):
+            dup.shutdown(socket.SHUT_RDWR)
+        dup.close()
+        closers, self._closers = self._closers, []
+        for callback in closers:
+            try:
+                callback()
+            except Exception:  # never let a callback break the connection's end
+                log.exception("connection close callback failed")
 
     def pause_writing(self) -> None:
         self.write_paused = True
@@ -573,7 +678,7 @@ class _Connection(asyncio.Protocol):
         self._refused = True
         self.queue.clear()
         transport = self.transport
-        if self.current is not None and self.current.started:
+        if self.current is not None and (self.current.started or self.current.handed):
             transport.close()
             return
         transport.write(answer)
@@ -646,6 +751,7 @@ class _Connection(asyncio.Protocol):
             ON_DISCONNECT: None,
             BODY_SINK: None,
             RESPOND: ex.respond,
+            DIRECT: ex.direct,
         }
         if self._raw_names is not None:
             scope[RAW_HEADER_NAMES] = self._raw_names
@@ -727,7 +833,7 @@ class _Connection(asyncio.Protocol):
         if ex.finished:
             return
         # the application ended without completing its response
-        if not ex.started and not self.lost:
+        if not ex.started and not ex.handed and not self.lost:
             self.transport.write(
                 _status_line(ex.http10, 500) + _SERVER_ERROR[0] + b"Connection: close\r\n\r\n"
                 + _SERVER_ERROR[1]

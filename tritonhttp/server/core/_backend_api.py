@@ -94,6 +94,10 @@ class ModelInstance(Protocol):
         """Release the instance (calls the model's ``finalize``); never raises."""
         ...
 
+    # An instance with a true ``answers_directly`` attribute may write a request's answer
+    # to the client itself when the request carries a ``direct`` offer, and then returns
+    # ``InferResponse(answered=True, rest=...)`` for it.
+    #
     # Decoupled models: a request carrying ``response_stream`` gets every response there,
     # as the model sends it (the final one flagged); ``execute`` then returns, for such a
     # request, a completion marker (``InferResponse()``, or the error when execute failed,

@@ -65,6 +65,7 @@ class ModelVersion:
         self.config_json = b""
         self.metadata_json = b""
         self.instances: list[ModelInstance] = []
+        self.answers_directly = False
         self.stats = ModelStats()
         self.decoupled = False
         self.in_flight = 0
@@ -136,6 +137,13 @@ class ModelVersion:
             scheduler = FifoScheduler(instances, self._execute, self.stats)
         self.scheduler = scheduler
         self.cache = cache if cache is not None and config.response_cache.enable else None
+        #: every instance may write an answer to the client itself (``InferRequest.direct``)
+        self.answers_directly = (
+            bool(instances)
+            and self.cache is None
+            and not self.decoupled
+            and all(getattr(i, "answers_directly", False) for i in instances)
+        )
         self.state = "READY"
         self.reason = ""
 

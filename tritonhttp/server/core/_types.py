@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import collections
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ._errors import CoreError
 
 __all__ = [
+    "DirectOffer",
     "ExecutionTimes",
     "InferRequest",
     "InferResponse",
@@ -42,14 +44,32 @@ class InputTensor:
         return int(self.array.nbytes)
 
 
-@dataclass(slots=True)
-class OutputTensor:
-    """One response output. BYTES outputs hold an object array of ``bytes``."""
+class OutputTensor(NamedTuple):
+    """One response output. BYTES outputs hold an object array of ``bytes``.
+
+    (A tuple: answers are encoded from ``(name, datatype, shape, array)`` tuples.)"""
 
     name: str
     datatype: str
     shape: list[int]
     array: np.ndarray[Any, Any]
+
+
+@dataclass(slots=True)
+class DirectOffer:
+    """A request's answer may be written to the client's connection by the backend.
+
+    ``fd`` (a descriptor of the connection, ``key`` naming it) is valid until the
+    callbacks given to ``on_close`` run. ``answer`` says how to write a successful
+    answer: ``(json_head, binary_head, prefix, binary, binary_default)``, the HTTP heads
+    with ``%d`` for the lengths (see ``tritonhttp.server._extensions.DirectLink``) and the
+    arguments of ``tritonhttp.server._answer.encode_outputs``.
+    """
+
+    key: int
+    fd: int
+    on_close: Callable[[Callable[[], None]], None]
+    answer: tuple[bytes, bytes, bytes, dict[str, bool | None], bool]
 
 
 @dataclass(slots=True)
@@ -77,6 +97,9 @@ class InferRequest:
     #: decoupled models only: every response the model sends goes here as it is sent
     #: (the response ``ModelVersion.infer`` returns is then only a completion marker)
     response_stream: ResponseStream | None = None
+    #: the front end's offer to let the backend write the answer to the client itself
+    #: (carried through the core untouched); None: no offer
+    direct: DirectOffer | None = None
 
     def log_prefix(self) -> str:
         return f"[request id: {self.id or '<id_unknown>'}] "
@@ -94,6 +117,10 @@ class InferResponse:
     #: the model released the request with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
     #: the scheduler must queue it again instead of answering (sequence/iterative models)
     rescheduled: bool = False
+    #: the backend wrote this answer to the client itself (``InferRequest.direct``),
+    #: all but ``rest``, which the front end still has to send
+    answered: bool = False
+    rest: bytes = b""
 
 
 @dataclass(slots=True)

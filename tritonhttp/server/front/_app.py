@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import _json
-from .._extensions import ON_DISCONNECT, RESPOND, Answer
+from .._extensions import DIRECT, ON_DISCONNECT, RESPOND, Answer
 from ..core._bridge import instances_ready
 from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import BackendError, Code, CoreError
@@ -34,7 +34,14 @@ from ._http import (
     send_error,
     send_response,
 )
-from ._infer import compress, encode_response, inflate, parse_infer_request, pick_encoding
+from ._infer import (
+    compress,
+    direct_offer,
+    encode_response,
+    inflate,
+    parse_infer_request,
+    pick_encoding,
+)
 
 __all__ = ["HttpFrontend"]
 
@@ -717,11 +724,24 @@ class HttpFrontend:
                 await send_error(send, e, TEXT)
                 return
             if ON_DISCONNECT in scope:  # the bundled HTTP server reports a lost client
+                link = None
+                offer_hook = scope.get(DIRECT)
+                if offer_hook is not None and model.answers_directly and not accept:
+                    # a worker process may write the answer to the client itself
+                    link = offer_hook()
+                    if link is not None:
+                        request.direct = direct_offer(parsed, model, link)
                 scope[ON_DISCONNECT] = functools.partial(model.cancel, request)
                 try:
                     response = await model.infer(request)
                 finally:
                     scope[ON_DISCONNECT] = None
+                if response.answered:
+                    assert link is not None
+                    waiting = link.finish(response.rest)
+                    if waiting is not None:
+                        await waiting
+                    return
             else:
                 response = await _infer_watching(model, request, receive)
             if response.error is not None:

@@ -3,22 +3,38 @@
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ... import utils as _utils_pkg  # noqa: F401  (keeps tritonhttp.utils importable first)
-from ...utils._bytes import pack_items
 from ...utils._dtypes import TRITON_TO_NUMPY
 from .. import _json
+from .._answer import AnswerError, binary_data, encode_outputs
+from .._extensions import DirectLink
 from ..core._errors import Code, CoreError
 from ..core._model import ModelVersion
 from ..core._shm import RegionSlice, SharedMemoryRegistry
-from ..core._types import InferRequest, InferResponse, InputTensor, OutputTensor, ParamValue
+from ..core._types import (
+    DirectOffer,
+    InferRequest,
+    InferResponse,
+    InputTensor,
+    OutputTensor,
+    ParamValue,
+)
 from ._http import parse_json
 
-__all__ = ["OutputSpec", "encode_response", "inflate", "parse_infer_request", "pick_encoding"]
+__all__ = [
+    "OutputSpec",
+    "direct_offer",
+    "encode_response",
+    "inflate",
+    "parse_infer_request",
+    "pick_encoding",
+]
 
 _I64_MIN, _I64_MAX, _U64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 
@@ -440,48 +456,11 @@ def _classify(out: OutputTensor, k: int, labels: list[str] | None, batching: boo
     return OutputTensor(out.name, "BYTES", shape, items)
 
 
-def _json_values(out: OutputTensor) -> bytes:
-    arr = out.array
-    wire = out.datatype
-    if wire == "BYTES":
-        return b",".join(
-            _json.escape_bytes(x if isinstance(x, bytes) else bytes(x))
-            for x in arr.reshape(-1).tolist()
-        )
-    if wire in ("FP32", "FP64"):
-        return _json.format_doubles(arr).encode()
-    if wire == "BOOL":
-        return ",".join("true" if x else "false" for x in arr.reshape(-1).tolist()).encode()
-    return ",".join(map(str, arr.reshape(-1).tolist())).encode()
+_NO_CHOICES: dict[str, bool | None] = {}
 
 
-def _binary(out: OutputTensor) -> bytes | memoryview:
-    if out.datatype == "BYTES":
-        return pack_items(
-            [x if isinstance(x, bytes) else bytes(x) for x in out.array.reshape(-1).tolist()]
-        )
-    arr = out.array
-    if not arr.flags.c_contiguous:
-        arr = np.ascontiguousarray(arr)
-    if arr.dtype.byteorder == ">":
-        arr = arr.astype(arr.dtype.newbyteorder("<"))
-    return memoryview(arr.reshape(-1).view(np.uint8)) if arr.size else b""  # type: ignore[arg-type]
-
-
-def encode_response(
-    parsed: ParsedInfer,
-    response: InferResponse,
-    model: ModelVersion,
-) -> tuple[bytes, list[bytes | memoryview]]:
-    """(JSON header, binary blobs) of a successful response; CoreError (text/plain) else."""
-    req = parsed.request
-    specs = parsed.outputs
-    binary_default = parsed.binary_default
-    parts: list[bytes] = []
-    if req.id:
-        parts.append(b'{"id":' + _json.escape_str(req.id).encode() + b",")
-    else:
-        parts.append(b"{")
+def _outputs_prefix(req: InferRequest, model: ModelVersion) -> bytes:
+    """The answer's JSON header up to the model version (cached per model version)."""
     prefix = model.wire_prefix
     if not prefix:
         prefix = model.wire_prefix = (
@@ -491,58 +470,88 @@ def encode_response(
             + str(model.version).encode()
             + b'"'
         )
-    parts.append(prefix)
-    if response.parameters:
-        parts.append(b',"parameters":' + _json.dumps(response.parameters))
-    parts.append(b',"outputs":[')
-    blobs: list[bytes | memoryview] = []
-    batching = model.config is not None and model.config.max_batch_size > 0
-    heads = model.wire_heads
-    for i, out in enumerate(response.outputs):
-        spec = specs.get(out.name)
-        if spec is not None and spec.classification:
-            out = _classify(out, spec.classification, model.labels.get(out.name), batching)
-        key: tuple[str | int, ...] = (out.name, out.datatype, *out.shape)
-        head = heads.get(key)
-        if head is None:
-            head = b'{"name":' + _json.escape_str(out.name).encode() + b',"datatype":"'
-            head += out.datatype.encode() + b'","shape":['
-            head += ",".join(map(str, out.shape)).encode() + b"]"
-            if len(heads) < 1024:  # (names come from the model, shapes vary: bounded)
-                heads[key] = head
-        if i:
-            parts.append(b",")
-        if spec is not None and spec.shm is not None:
-            # --- shared memory: written straight into the region (one copy, none when
-            # the output already is that memory)
-            data = _binary(out)
-            size = len(data) if isinstance(data, bytes) else data.nbytes
-            if size > spec.shm.byte_size:
-                raise CoreError(
-                    f"shared memory size specified with the request for output '{out.name}' "
-                    f"({spec.shm.byte_size} bytes) should be at least {size} bytes to hold "
-                    "the results",
-                    Code.INTERNAL,
-                )
-            spec.shm.write(data)
-            parts.append(head + b"}")
-            continue
-        binary = spec.binary if spec is not None and spec.binary is not None else binary_default
-        if binary:
-            data = _binary(out)
-            size = len(data) if isinstance(data, bytes) else data.nbytes
-            parts.append(head + b',"parameters":{"binary_data_size":' + str(size).encode() + b"}}")
-            if size:
-                blobs.append(data)
-        else:
-            if out.datatype in ("FP16", "BF16"):
-                raise CoreError(
-                    f"sending {out.datatype} data via JSON is not supported. Please use the "
-                    "binary data format for output"
-                )
-            parts.append(head + b',"data":[' + _json_values(out) + b"]}")
-    parts.append(b"]}")
-    return b"".join(parts), blobs
+    if req.id:
+        return b'{"id":' + _json.escape_str(req.id).encode() + b"," + prefix
+    return b"{" + prefix
+
+
+def _shm_writer(specs: dict[str, OutputSpec]) -> Callable[[str, str, Any], bool]:
+    """``place`` for :func:`encode_outputs`: outputs asked into shared memory go there."""
+
+    def place(name: str, datatype: str, data: Any) -> bool:
+        spec = specs.get(name)
+        if spec is None or spec.shm is None:
+            return False
+        # --- shared memory: written straight into the region (one copy, none when the
+        # output already is that memory)
+        blob = binary_data(datatype, data)
+        size = len(blob) if isinstance(blob, bytes) else blob.nbytes
+        if size > spec.shm.byte_size:
+            raise CoreError(
+                f"shared memory size specified with the request for output '{name}' "
+                f"({spec.shm.byte_size} bytes) should be at least {size} bytes to hold "
+                "the results",
+                Code.INTERNAL,
+            )
+        spec.shm.write(blob)
+        return True
+
+    return place
+
+
+def encode_response(
+    parsed: ParsedInfer,
+    response: InferResponse,
+    model: ModelVersion,
+) -> tuple[bytes, list[bytes | memoryview]]:
+    """(JSON header, binary blobs) of a successful response; CoreError (text/plain) else."""
+    specs = parsed.outputs
+    outputs = response.outputs
+    binary: dict[str, bool | None] = _NO_CHOICES
+    place: Callable[[str, str, Any], bool] | None = None
+    if specs:  # (the request lists outputs)
+        binary = {name: spec.binary for name, spec in specs.items()}
+        if any(spec.classification for spec in specs.values()):
+            batching = model.config is not None and model.config.max_batch_size > 0
+            outputs = [
+                _classify(o, s.classification, model.labels.get(o.name), batching)
+                if (s := specs.get(o.name)) is not None and s.classification
+                else o
+                for o in outputs
+            ]
+        if any(spec.shm is not None for spec in specs.values()):
+            place = _shm_writer(specs)
+
+    try:
+        return encode_outputs(
+            _outputs_prefix(parsed.request, model),
+            response.parameters,
+            outputs,
+            binary,
+            parsed.binary_default,
+            model.wire_heads,
+            place,
+        )
+    except AnswerError as e:
+        raise CoreError(str(e)) from None
+
+
+def direct_offer(parsed: ParsedInfer, model: ModelVersion, link: DirectLink) -> DirectOffer | None:
+    """The offer to answer ``parsed`` on ``link`` for the backend (None: an output wants
+    classification or shared memory, which the server does itself)."""
+    specs = parsed.outputs
+    for spec in specs.values():
+        if spec.classification or spec.shm is not None:
+            return None
+    binary = {name: spec.binary for name, spec in specs.items()} if specs else {}
+    answer = (
+        link.json_head,
+        link.binary_head,
+        _outputs_prefix(parsed.request, model),
+        binary,
+        parsed.binary_default,
+    )
+    return DirectOffer(link.key, link.fd, link.on_close, answer)
 
 
 def pick_encoding(header: bytes | None) -> str | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -30,7 +31,14 @@ from triton_python_backend_utils._errors import TritonModelException
 
 from ....utils._dtypes import BF16
 from ...core._errors import Code, CoreError
-from ...core._types import ExecutionTimes, InferRequest, InferResponse, InputTensor, OutputTensor
+from ...core._types import (
+    DirectOffer,
+    ExecutionTimes,
+    InferRequest,
+    InferResponse,
+    InputTensor,
+    OutputTensor,
+)
 from ._arena import Consumer, Producer
 from ._convert import params_json
 from ._ipc import DTYPES, FrameReader, encode, read_block, recv_fd, send_fd, write_block
@@ -50,6 +58,9 @@ _SERVER_DTYPES = {**DTYPES, "BF16": BF16}
 #: for a lone request (serving no other connection meanwhile), else by turning without
 #: sleeping (:func:`_stay_awake`)
 REPLY_POLL_CAP_US = 300
+#: a worker holds at most this many client connections to answer on (more: the server
+#: answers the requests of further connections itself)
+DIRECT_CONNECTIONS = 256
 
 
 def _stay_awake(loop: asyncio.AbstractEventLoop, done: asyncio.Future[Any], until_ns: int) -> None:
@@ -91,6 +102,8 @@ class WorkerProcess:
         self._writing = False
         self.inputs: Producer | None = None
         self.outputs = Consumer()
+        #: client connections this worker holds a descriptor of (their keys)
+        self.connections: set[int] = set()
         self.alive = False
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -147,6 +160,27 @@ class WorkerProcess:
 
     def _retire(self, segment_id: int) -> None:
         self.send(("unseg", segment_id))
+
+    def offer(self, offer: DirectOffer) -> bool:
+        """Make sure the worker holds the offered connection (False: it cannot)."""
+        key = offer.key
+        if key in self.connections:
+            return True
+        if len(self.connections) >= DIRECT_CONNECTIONS or self._fd_sock is None or not self.alive:
+            return False
+        try:
+            send_fd(self._fd_sock, offer.fd)
+        except OSError:
+            return False
+        self.send(("conn", key))
+        self.connections.add(key)
+        offer.on_close(functools.partial(self._connection_closed, key))
+        return True
+
+    def _connection_closed(self, key: int) -> None:
+        if key in self.connections:
+            self.connections.discard(key)
+            self.send(("unconn", key))
 
     def send(self, message: Any) -> None:
         """Queue a control message (written at once when the socket takes it)."""
@@ -245,6 +279,7 @@ class WorkerProcess:
         self._sock = self._fd_sock = None
         self._out.clear()
         self._writing = False
+        self.connections.clear()
         if self.inputs is not None:
             self.inputs.close()
         self.outputs.close()
@@ -307,6 +342,8 @@ class ProcessInstance:
         self.name = name
         self._init_message = init_message
         self._decoupled = decoupled
+        #: the worker may write a request's answer to the client itself (``direct``)
+        self.answers_directly = not decoupled
         self._outputs = tuple(output_names)  # what the model is told when nothing is asked
         self._settings = settings
         self._services = services
@@ -403,6 +440,8 @@ class ProcessInstance:
             return None
         if desc[0] == 0:
             return InferResponse(error=CoreError(desc[2], Code(desc[1])), failed=failed)
+        if desc[0] == 2:  # the worker wrote the answer to the client (all but desc[1])
+            return InferResponse(answered=True, rest=desc[1])
         worker = self._worker
         assert worker is not None
         outputs = [
@@ -662,9 +701,13 @@ class ProcessInstance:
                 inputs, [(t.name, t.datatype, t.shape, t.array) for t in req.inputs.values()]
             )
             wanted = tuple(req.requested_outputs) if req.requested_outputs else outputs
+            offer = req.direct
+            direct = None
+            if offer is not None and worker.offer(offer):
+                direct = (offer.key, *offer.answer)
             descs.append(
                 (token, req.id, req.correlation_id, req.flags, req.timeout_us, params_json(req),
-                 wanted, block)
+                 wanted, block, direct)
             )  # fmt: skip
         worker.send(("exec", batch_id, descs))
         t1 = time.monotonic_ns()

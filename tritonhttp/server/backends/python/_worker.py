@@ -33,14 +33,18 @@ from triton_python_backend_utils._errors import ErrorCode, TritonError, TritonMo
 from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
 from triton_python_backend_utils._tensor import Tensor, bytes_items
 
+from ..._answer import AnswerError, encode_outputs
 from ._arena import Consumer, Producer
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
-from ._ipc import FrameReader, encode, read_block, recv_fd, send_fd, write_block
+from ._ipc import DTYPES, FrameReader, encode, read_block, recv_fd, send_fd, write_block
 
 __all__ = ["main"]
 
 #: messages the main thread handles (the rest are handled by whoever reads them)
-_MAIN = frozenset(("setup", "exec", "fini", "isready", "init", "autocomplete"))
+_MAIN = frozenset(("setup", "exec", "fini", "isready", "init", "autocomplete", "unconn"))
+#: answers of at most this many bytes (tensor data) are written to the client directly
+DIRECT_MAX = 64 * 1024
+_SEND_FLAGS = socket.MSG_DONTWAIT | getattr(socket, "MSG_NOSIGNAL", 0)
 
 
 class Channel:
@@ -183,16 +187,26 @@ class Channel:
 class _Link:
     """A request's way back to the server from this worker."""
 
-    __slots__ = ("decoupled", "token", "wanted", "worker")
+    __slots__ = ("decoupled", "direct", "token", "wanted", "worker")
 
-    def __init__(self, worker: Worker, token: int, decoupled: bool, wanted: set[str]) -> None:
+    def __init__(
+        self, worker: Worker, token: int, decoupled: bool, wanted: set[str], direct: Any = None
+    ) -> None:
         self.worker = worker
         self.token = token
         self.decoupled = decoupled
         self.wanted = wanted
+        #: how to answer the client directly (the server's DirectOffer), or None
+        self.direct = direct
 
     def deliver(self, response: InferenceResponse | None, final: bool) -> None:
-        self.worker.respond(self, self.worker.encode_response(response, self.wanted), final, False)
+        worker = self.worker
+        if self.direct is not None and response is not None:
+            desc = worker.answer_client(self.direct, response, self.wanted)
+            if desc is not None:
+                worker.respond(self, desc, final, False)
+                return
+        worker.respond(self, worker.encode_response(response, self.wanted), final, False)
 
     def fail(self, message: str) -> None:
         self.worker.respond(self, (0, ErrorCode.INTERNAL.value, message), True, True)
@@ -270,6 +284,10 @@ class Worker:
         self._streams: dict[int, _runtime.ResponseStream] = {}
         self._main = threading.get_ident()
         self._batch: list[Any] | None = None
+        #: client connections the server handed over (key -> socket); main thread only,
+        #: but added by whichever thread reads the channel
+        self.connections: dict[int, socket.socket] = {}
+        self._heads: dict[Any, bytes] = {}
         channel.route = self.route
 
     # ------------------------------------------------------------------ messages
@@ -288,6 +306,8 @@ class Worker:
             self.inputs.add(m[1], recv_fd(self.channel.fd_sock), m[2])
         elif kind == "unseg":
             self.inputs.drop(m[1])
+        elif kind == "conn":
+            self.connections[m[1]] = socket.socket(fileno=recv_fd(self.channel.fd_sock))
 
     def _new_call(self) -> int:
         with self._call_lock:
@@ -334,6 +354,65 @@ class Worker:
         if wanted is not None:
             outputs = [t for t in outputs if t._name in wanted]
         return (1, self.block_out(outputs), response._parameters or None)
+
+    def answer_client(
+        self, direct: Any, response: InferenceResponse, wanted: set[str] | None
+    ) -> Any:
+        """Write a successful answer to the client's connection itself; the descriptor
+        for the server ``(2, what was not written)``, or None: the server answers."""
+        if response._error is not None or threading.get_ident() != self._main:
+            return None
+        key, json_head, binary_head, prefix, binary, binary_default = direct
+        sock = self.connections.get(key)
+        if sock is None:
+            return None
+        outputs = []
+        size = 0
+        for t in response._outputs:
+            if wanted is not None and t._name not in wanted:
+                continue
+            array = t._array
+            wire = t._wire
+            if wire == "BYTES":
+                data: Any = t._items if t._items is not None else bytes_items(array)
+            elif array.dtype != DTYPES[wire]:
+                return None
+            else:
+                data = array
+                size += array.nbytes
+            outputs.append((t._name, wire, array.shape, data))
+        if size > DIRECT_MAX:
+            return None
+        try:
+            header, blobs = encode_outputs(
+                prefix, response._parameters or None, outputs, binary, binary_default,
+                self._heads,
+            )  # fmt: skip
+        except AnswerError:
+            return None  # (the server sends the error)
+        body = len(header)
+        for blob in blobs:
+            body += len(blob) if isinstance(blob, bytes) else blob.nbytes
+        if body > 2 * DIRECT_MAX:
+            return None
+        head = binary_head % (len(header), body) if blobs else json_head % body
+        try:
+            if blobs:
+                sent = sock.sendmsg([head, header, *blobs], [], _SEND_FLAGS)
+            else:
+                sent = sock.send(head + header, _SEND_FLAGS)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            return (2, b"")  # the client is gone (the server sees that too)
+        if sent == len(head) + body:
+            return (2, b"")
+        return (2, b"".join([head, header, *map(bytes, blobs)])[sent:])
+
+    def close_connection(self, key: int) -> None:
+        sock = self.connections.pop(key, None)
+        if sock is not None:
+            sock.close()
 
     def decode_response(self, desc: Any) -> InferenceResponse | None:
         if desc is None:
@@ -417,6 +496,8 @@ class Worker:
                 self.execute(m[1], m[2])
             elif kind == "isready":
                 self.channel.send(("reply", m[1], host.is_ready()))
+            elif kind == "unconn":
+                self.close_connection(m[1])
             elif kind == "fini":
                 host.finalize()
                 self.channel.send(("fini_done",))
@@ -432,7 +513,7 @@ class Worker:
         assert host is not None
         decoupled = host.decoupled
         requests = []
-        for token, rid, cid, flags, timeout, params, wanted, tensors in descs:
+        for token, rid, cid, flags, timeout, params, wanted, tensors, direct in descs:
             wanted_set = set(wanted)
             requests.append(
                 InferenceRequest._server_side(
@@ -443,7 +524,7 @@ class Worker:
                     flags,
                     timeout,
                     params,
-                    _Link(self, token, decoupled, wanted_set),
+                    _Link(self, token, decoupled, wanted_set, direct),
                 )
             )
         batch: list[Any] = []
