@@ -41,6 +41,7 @@ from ._infer import (
     inflate,
     parse_infer_request,
     pick_encoding,
+    plain_outputs,
 )
 
 __all__ = ["HttpFrontend"]
@@ -726,7 +727,12 @@ class HttpFrontend:
             if ON_DISCONNECT in scope:  # the bundled HTTP server reports a lost client
                 link = None
                 offer_hook = scope.get(DIRECT)
-                if offer_hook is not None and model.answers_directly and not accept:
+                if (
+                    offer_hook is not None
+                    and model.answers_directly
+                    and not accept
+                    and plain_outputs(parsed)
+                ):
                     # a worker process may write the answer to the client itself
                     link = offer_hook()
                     if link is not None:

@@ -34,6 +34,7 @@ __all__ = [
     "inflate",
     "parse_infer_request",
     "pick_encoding",
+    "plain_outputs",
 ]
 
 _I64_MIN, _I64_MAX, _U64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
@@ -536,13 +537,15 @@ def encode_response(
         raise CoreError(str(e)) from None
 
 
-def direct_offer(parsed: ParsedInfer, model: ModelVersion, link: DirectLink) -> DirectOffer | None:
-    """The offer to answer ``parsed`` on ``link`` for the backend (None: an output wants
-    classification or shared memory, which the server does itself)."""
+def plain_outputs(parsed: ParsedInfer) -> bool:
+    """No output is asked with classification or into shared memory (which only the
+    server does): another process may encode and send the answer."""
+    return not any(spec.classification or spec.shm is not None for spec in parsed.outputs.values())
+
+
+def direct_offer(parsed: ParsedInfer, model: ModelVersion, link: DirectLink) -> DirectOffer:
+    """The offer to answer ``parsed`` (:func:`plain_outputs`) on ``link`` for the backend."""
     specs = parsed.outputs
-    for spec in specs.values():
-        if spec.classification or spec.shm is not None:
-            return None
     binary = {name: spec.binary for name, spec in specs.items()} if specs else {}
     answer = (
         link.json_head,
