@@ -15,7 +15,7 @@ import numpy as np
 from ..utils._bytes import pack_items
 from . import _json
 
-__all__ = ["AnswerError", "binary_data", "encode_outputs", "json_values", "output_head"]
+__all__ = ["AnswerError", "binary_data", "encode_outputs", "json_values"]
 
 #: one output: (name, datatype, shape, data); BYTES data an object array or list of bytes
 Output = tuple[str, str, Sequence[int], Any]
@@ -53,15 +53,13 @@ def binary_data(datatype: str, data: Any) -> bytes | memoryview:
     return memoryview(arr.reshape(-1).view(np.uint8)) if arr.size else b""
 
 
-def output_head(name: str, datatype: str, shape: Sequence[int], heads: dict[Any, bytes]) -> bytes:
-    """``{"name":...,"datatype":...,"shape":[...]`` (cached in ``heads``, bounded)."""
-    key = (name, datatype, *shape)
-    head = heads.get(key)
-    if head is None:
-        head = b'{"name":' + _json.escape_str(name).encode() + b',"datatype":"'
-        head += datatype.encode() + b'","shape":[' + ",".join(map(str, shape)).encode() + b"]"
-        if len(heads) < 1024:  # (names come from the model, shapes vary: bounded)
-            heads[key] = head
+def _new_head(name: str, datatype: str, shape: Sequence[int], heads: dict[Any, bytes]) -> bytes:
+    """``{"name":...,"datatype":...,"shape":[...]``, kept in ``heads`` (bounded)."""
+    head = b'{"name":' + _json.escape_str(name).encode() + b',"datatype":"'
+    head += datatype.encode() + b'","shape":[' + ",".join(map(str, shape)).encode() + b"]"
+    if len(heads) < 1024:  # (names come from the model, shapes vary: bounded)
+        key = (name, datatype, *shape)
+        heads[key] = head
     return head
 
 
@@ -78,9 +76,9 @@ def encode_outputs(
 
     ``prefix`` is the header up to the model version (``{"id":..,"model_name":..``);
     ``binary`` says per output name whether it goes as a binary blob (None or missing:
-    ``binary_default``). ``place(name, datatype, data)`` may put an output's data elsewhere (shared
-    memory) and return True; the header then names the output without data. Raises
-    :class:`AnswerError` for an output JSON cannot carry.
+    ``binary_default``). ``place(name, datatype, data)`` may put an output's data
+    elsewhere (shared memory) and return True; the header then names the output without
+    data. Raises :class:`AnswerError` for an output JSON cannot carry.
     """
     parts = [prefix]
     if parameters:
@@ -90,7 +88,7 @@ def encode_outputs(
     for i, (name, datatype, shape, data) in enumerate(outputs):
         head = heads.get((name, datatype, *shape))
         if head is None:
-            head = output_head(name, datatype, shape, heads)
+            head = _new_head(name, datatype, shape, heads)
         if i:
             parts.append(b",")
         if place is not None and place(name, datatype, data):

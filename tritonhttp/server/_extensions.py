@@ -16,6 +16,7 @@ application runs).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -77,6 +78,7 @@ class BodySink:
         return True
 
 
+@dataclass(slots=True)
 class DirectLink:
     """A client connection another process may answer on (see :data:`DIRECT`).
 
@@ -84,27 +86,16 @@ class DirectLink:
     (it stays valid while the connection is open); ``key`` names the connection, never
     reused. ``json_head`` and ``binary_head`` are the response heads, ``%d`` where the
     numbers go: ``json_head % len(body)`` and ``binary_head % (len(json), len(body))``
-    (``Inference-Header-Content-Length`` first). ``on_close(callback)`` registers a
-    callback for the connection's end (the descriptors passed on should be closed then).
+    (``Inference-Header-Content-Length`` first). ``finish(rest)``: the other process
+    wrote the response but ``rest``; the server sends ``rest`` and goes on (it returns
+    None, or an awaitable to await: the client reads slowly). ``on_close(callback)``
+    registers a callback for the connection's end (the descriptors passed on should be
+    closed then).
     """
 
-    __slots__ = ("binary_head", "fd", "finish", "json_head", "key", "on_close")
-
-    def __init__(
-        self,
-        key: int,
-        fd: int,
-        json_head: bytes,
-        binary_head: bytes,
-        finish: Callable[[bytes], Awaitable[None] | None],
-        on_close: Callable[[Callable[[], None]], None],
-    ) -> None:
-        self.key = key
-        self.fd = fd
-        self.json_head = json_head
-        self.binary_head = binary_head
-        #: ``finish(rest)``: the other process wrote the response but ``rest``; the server
-        #: sends ``rest`` and goes on. Returns None, or an awaitable to await (the client
-        #: reads slowly)
-        self.finish = finish
-        self.on_close = on_close
+    key: int
+    fd: int
+    json_head: bytes
+    binary_head: bytes
+    finish: Callable[[bytes], Awaitable[None] | None]
+    on_close: Callable[[Callable[[], None]], None]

@@ -116,8 +116,8 @@ _ANSWERS: dict[tuple[Answer, bool, bool, bool], tuple[bytes, bool]] = {}
 #: the heads of ``respond``: (status, content type, HTTP/1.0, keep-alive) -> (the head up
 #: to the Content-Length value, the rest of it, keep-alive after it)
 _HEADS: dict[tuple[int, bytes, bool, bool], tuple[bytes, bytes, bool]] = {}
-#: (HTTP/1.0?) -> the heads of a direct answer (see :class:`DirectLink`)
-_DIRECT_HEADS: dict[bool, tuple[bytes, bytes]] = {}
+#: the heads of a direct answer, HTTP/1.1 keep-alive (see :class:`DirectLink`), once made
+_DIRECT_HEADS: list[tuple[bytes, bytes]] = []
 _KEYS = itertools.count(1)
 
 
@@ -357,8 +357,8 @@ class _Exchange:
 
     def direct_heads(self) -> tuple[bytes, bytes]:
         """(JSON, binary) heads of an HTTP/1.1 keep-alive 200 answer, ``%d`` for numbers."""
-        heads = _DIRECT_HEADS.get(self.http10)
-        if heads is None:
+        if not _DIRECT_HEADS:
+            assert not self.http10 and self.keep_alive
             made = []
             for headers in (
                 ((b"content-type", b"application/json"), (b"content-length", b"7777777")),
@@ -374,8 +374,8 @@ class _Exchange:
             self.head = None
             self.chunked = False
             self.body_left = -1
-            heads = _DIRECT_HEADS[self.http10] = (made[0], made[1])
-        return heads
+            _DIRECT_HEADS.append((made[0], made[1]))
+        return _DIRECT_HEADS[0]
 
     def answer(self, answer: Answer) -> None:
         """Send a whole response at once, the application not running (its headers must

@@ -61,15 +61,15 @@ class DirectOffer:
 
     ``fd`` (a descriptor of the connection, ``key`` naming it) is valid until the
     callbacks given to ``on_close`` run. ``answer`` says how to write a successful
-    answer: ``(json_head, binary_head, prefix, binary, binary_default)``, the HTTP heads
-    with ``%d`` for the lengths (see ``tritonhttp.server._extensions.DirectLink``) and the
-    arguments of ``tritonhttp.server._answer.encode_outputs``.
+    answer: ``(key, json_head, binary_head, prefix, binary, binary_default)``, the HTTP
+    heads with ``%d`` for the lengths (see ``tritonhttp.server._extensions.DirectLink``)
+    and the arguments of ``tritonhttp.server._answer.encode_outputs``.
     """
 
     key: int
     fd: int
     on_close: Callable[[Callable[[], None]], None]
-    answer: tuple[bytes, bytes, bytes, dict[str, bool | None], bool]
+    answer: tuple[int, bytes, bytes, bytes, dict[str, bool | None], bool]
 
 
 @dataclass(slots=True)

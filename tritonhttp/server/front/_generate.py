@@ -7,6 +7,7 @@ import contextlib
 from typing import Any
 
 from .. import _json
+from .._answer import json_values
 from ..core._bridge import decoupled_responses
 from ..core._core import ServerCore
 from ..core._errors import Code, CoreError
@@ -41,16 +42,8 @@ def _derive_shape(dims: list[int], n: int, name: str) -> list[int]:
 
 
 def _scalar_or_list(out: OutputTensor) -> str:
-    arr = out.array.reshape(-1)
-    if out.datatype == "BYTES":
-        items = [_json.escape_bytes(x).decode("utf-8", "surrogateescape") for x in arr.tolist()]
-    elif out.datatype in ("FP32", "FP64"):
-        items = [_json.format_double(float(x)) for x in arr.tolist()]
-    elif out.datatype == "BOOL":
-        items = ["true" if x else "false" for x in arr.tolist()]
-    else:
-        items = [str(x) for x in arr.tolist()]
-    return items[0] if len(items) == 1 else "[" + ",".join(items) + "]"
+    values = json_values(out.datatype, out.array).decode("utf-8", "surrogateescape")
+    return values if out.array.size == 1 else "[" + values + "]"
 
 
 async def handle_generate(

@@ -548,6 +548,7 @@ def direct_offer(parsed: ParsedInfer, model: ModelVersion, link: DirectLink) -> 
     specs = parsed.outputs
     binary = {name: spec.binary for name, spec in specs.items()} if specs else {}
     answer = (
+        link.key,
         link.json_head,
         link.binary_head,
         _outputs_prefix(parsed.request, model),

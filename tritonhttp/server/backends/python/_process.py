@@ -702,9 +702,7 @@ class ProcessInstance:
             )
             wanted = tuple(req.requested_outputs) if req.requested_outputs else outputs
             offer = req.direct
-            direct = None
-            if offer is not None and worker.offer(offer):
-                direct = (offer.key, *offer.answer)
+            direct = offer.answer if offer is not None and worker.offer(offer) else None
             descs.append(
                 (token, req.id, req.correlation_id, req.flags, req.timeout_us, params_json(req),
                  wanted, block, direct)
