@@ -290,6 +290,8 @@ def test_many_connections_at_once(both: dict[str, _launch.BundledServer]) -> Non
 
 # ----------------------------------------------------------------------------- the worker
 
+HEADS = (b"J %d\r\n\r\n", b"B %d %d\r\n\r\n")
+
 
 class _Response:
     """What ``answer_client`` reads of a pb_utils response."""
@@ -309,11 +311,8 @@ def _worker_with(conn: socket.socket) -> Any:
     a, b = socket.socketpair()
     c, d = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     worker = _worker.Worker(_worker.Channel(a, c))
-    worker.connections[7] = conn
+    worker.connections[7] = (conn, *HEADS)
     return worker, (a, b, c, d)
-
-
-HEADS = (b"J %d\r\n\r\n", b"B %d %d\r\n\r\n")
 
 
 def test_what_the_client_socket_does_not_take_is_handed_back() -> None:
@@ -323,13 +322,13 @@ def test_what_the_client_socket_does_not_take_is_handed_back() -> None:
     worker, keep = _worker_with(ours)
     data = np.arange(16_000, dtype=np.float32)
     response = _Response([_Tensor("OUT", "FP32", data)])
-    direct = (7, *HEADS, b'{"model_name":"m","model_version":"1"', {}, True)
+    direct = (7, b'{"model_name":"m","model_version":"1"', {}, True)
     desc = worker.answer_client(direct, response, None)
     assert desc is not None and desc[0] == 2
     rest = desc[1]
     assert 0 < len(rest) < data.nbytes  # some was written, the rest handed back
     outputs = [("OUT", "FP32", [16000], data)]
-    header, _ = _answer.encode_outputs(direct[3], None, outputs, {}, True, {})
+    header, _ = _answer.encode_outputs(direct[1], None, outputs, {}, True, {})
     whole = HEADS[1] % (len(header), len(header) + data.nbytes) + header + data.tobytes()
     got = b""
     theirs.settimeout(1)
@@ -346,20 +345,20 @@ def test_the_worker_leaves_to_the_server_what_it_should_not_write() -> None:
     prefix = b'{"model_name":"m","model_version":"1"'
     big = np.zeros(_worker.DIRECT_MAX // 4 + 1, np.float32)
     cases = [
-        ((7, *HEADS, prefix, {}, False), _Response([_Tensor("H", "FP16", np.ones(2, np.float16))])),
-        ((7, *HEADS, prefix, {}, True), _Response([_Tensor("BIG", "FP32", big)])),
-        ((8, *HEADS, prefix, {}, False), _Response([_Tensor("F", "FP32", np.ones(2, np.float32))])),
-        ((7, *HEADS, prefix, {}, False), _Response([_Tensor("F", "FP32", np.ones(2, np.float64))])),
+        ((7, prefix, {}, False), _Response([_Tensor("H", "FP16", np.ones(2, np.float16))])),
+        ((7, prefix, {}, True), _Response([_Tensor("BIG", "FP32", big)])),
+        ((8, prefix, {}, False), _Response([_Tensor("F", "FP32", np.ones(2, np.float32))])),
+        ((7, prefix, {}, False), _Response([_Tensor("F", "FP32", np.ones(2, np.float64))])),
     ]  # (JSON can't carry FP16; too big; a connection it doesn't hold; a dtype mismatch)
     for direct, response in cases:
         assert worker.answer_client(direct, response, None) is None
     error = _Response([])
     error._error = object()  # type: ignore[assignment]
-    assert worker.answer_client((7, *HEADS, prefix, {}, False), error, None) is None
+    assert worker.answer_client((7, prefix, {}, False), error, None) is None
     # and another thread's answers always go through the server
     result: list[Any] = []
     ok = _Response([_Tensor("F", "FP32", np.ones(2, np.float32))])
-    direct = (7, *HEADS, prefix, {}, False)
+    direct = (7, prefix, {}, False)
     thread = threading.Thread(target=lambda: result.append(worker.answer_client(direct, ok, None)))
     thread.start()
     thread.join()

@@ -290,9 +290,10 @@ def test_a_running_request_is_flagged_cancelled() -> None:
 
 
 def test_fifo_turns_survive_waiting_tasks_being_cancelled() -> None:
-    """FIFO hands a free instance to the first queued request, which runs in its own
-    task: a task cancelled while queued leaves the queue, and one cancelled after its
-    turn came passes the instance on (neither is executed, nothing hangs)."""
+    """FIFO starts a queued request on the instance freed for it, in the hand-over
+    itself: a task cancelled while queued leaves the queue (never executed); one
+    cancelled after its execution started lets it finish (as a client that goes away
+    during execute does) and the instance goes on to the next (nothing hangs)."""
 
     async def main() -> tuple[Any, ...]:
         mv, (inst,) = make_model("max_batch_size: 0")
@@ -305,28 +306,28 @@ def test_fifo_turns_survive_waiting_tasks_being_cancelled() -> None:
         await asyncio.sleep(0)
         assert mv.pending == 3
         scheduler: Any = mv.scheduler
-        release = scheduler._release
+        start = scheduler._start
 
-        def release_then_cancel(inst: Any) -> bool:
-            handed = release(inst)
-            if handed and not d.tasks["c"].done():
-                d.tasks["c"].cancel()  # c's turn came: its task is cancelled before it runs
-            return handed
+        def start_then_cancel(inst: Any, item: Any) -> None:
+            start(inst, item)
+            if item.request.id == "c":
+                d.tasks["c"].cancel()  # c is executing: its waiting task is cancelled
 
-        scheduler._release = release_then_cancel
-        hold.set()  # "a" ends: its instance goes to "c", then on to "d"
+        scheduler._start = start_then_cancel
+        hold.set()  # "a" ends: its instance goes to "c", then on to "d" and "e"
         results = {}
         for rid, task in d.tasks.items():
             try:
                 results[rid] = await task
             except asyncio.CancelledError:
                 results[rid] = None
+        await asyncio.sleep(0)
         return results, inst.batches, mv.pending, list(scheduler._idle)
 
     results, batches, pending, idle = run(main)
     assert results["b"] is None and results["c"] is None
     assert all(results[r].outputs for r in "ade")
-    assert batches == [["a"], ["d"], ["e"]]
+    assert batches == [["a"], ["c"], ["d"], ["e"]]
     assert pending == 0 and len(idle) == 1  # the instance came back
 
 

@@ -60,6 +60,7 @@ from urllib.parse import unquote
 
 import httptools
 
+from ._eager import resume
 from ._extensions import (
     BODY_SINK,
     DIRECT,
@@ -454,39 +455,6 @@ class _Exchange:
         self.head = b"".join(out)
 
 
-class _Yield:
-    """Awaiting it yields ``what`` to the task, as the awaited future itself would have."""
-
-    __slots__ = ("what",)
-
-    def __init__(self, what: Any) -> None:
-        self.what = what
-
-    def __await__(self) -> Any:
-        yield self.what
-
-
-async def _resume(coro: Any, yielded: Any) -> None:
-    """Go on running ``coro`` (whose last step yielded ``yielded``) as a Task would.
-
-    What ``coro`` yields is handed on to the running task unchanged: the task wakes when
-    the future is done (no extra hop through the loop) and cancels it when cancelled.
-    """
-    while True:
-        error: BaseException | None = None
-        if yielded is not None and not asyncio.isfuture(yielded):
-            error = RuntimeError(f"coroutine yielded {yielded!r}, not a future")
-        else:
-            try:
-                await _Yield(yielded)  # (None: a bare yield, the loop runs once)
-            except BaseException as e:  # cancellation: on into the coroutine
-                error = e
-        try:
-            yielded = coro.send(None) if error is None else coro.throw(error)
-        except StopIteration:
-            return
-
-
 def _settle(waiter: asyncio.Future[None] | None, *_done: object) -> None:
     """Let whoever awaits ``waiter`` go on (nothing to do when it is None or done)."""
     if waiter is not None and not waiter.done():
@@ -814,9 +782,9 @@ class _Connection(asyncio.Protocol):
             return
         loop = asyncio.get_running_loop()
         if sys.version_info >= (3, 11):
-            task = loop.create_task(_resume(coro, yielded), context=context)
+            task = loop.create_task(resume(coro, yielded), context=context)
         else:  # pragma: no cover
-            task = loop.create_task(_resume(coro, yielded))
+            task = loop.create_task(resume(coro, yielded))
         server.tasks.add(task)
         task.add_done_callback(lambda t: self._task_done(t, ex))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import sys
@@ -202,6 +203,9 @@ class Server:
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         await self.start()
+        # what lives on after start-up (modules, configurations, loaded models) is left
+        # out of the collector's scans from now on
+        gc.freeze()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)

@@ -11,11 +11,12 @@
   queued until an instance is free (so ``max_queue_size`` counts them).
 
 Both keep the fast path cheap: a lone request meeting an idle instance executes at
-once, without futures or tasks; a FIFO request that had to queue is handed the instance
-and runs in its own task. Both give a freed instance its next work before the finished
-requests' answers are encoded and sent. Requests whose client went away are taken out
-of the queue (reason ``CANCELED``); requests past a ``REJECT`` deadline are answered
-``Request timeout expired`` (reason ``REJECTED``).
+once, without futures or tasks; a FIFO request that had to queue is started on the freed
+instance by the hand-over itself (the backend has it before the loop runs anything
+else) and goes on in a task that answers its future. Both give a freed instance its
+next work before the finished requests' answers are encoded and sent. Requests whose
+client went away are taken out of the queue (reason ``CANCELED``); requests past a
+``REJECT`` deadline are answered ``Request timeout expired`` (reason ``REJECTED``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._eager import resume
 from ._errors import Code, CoreError
 from ._queue import Pending, PriorityQueue
 from ._types import InferRequest, InferResponse
@@ -57,10 +59,6 @@ Executor = Callable[
 @dataclass(slots=True)
 class Refusal(InferResponse):
     """An answer the scheduler gave instead of the model (timeout, cancellation)."""
-
-
-#: what a queued request's future is set to when an instance is handed to it
-_TURN = InferResponse()
 
 
 def _now() -> int:
@@ -152,6 +150,9 @@ class FifoScheduler(Scheduler):
         super().__init__(instances, execute, stats)
         self._queue: collections.deque[Pending] = collections.deque()
 
+        #: a hand-over is starting an execution (one that ends at once hands on in a task)
+        self._starting = False
+
     async def infer(self, req: InferRequest) -> InferResponse:
         if self._idle and not self._queue:
             return await self._run_on(self._idle.popleft(), req)
@@ -160,29 +161,49 @@ class FifoScheduler(Scheduler):
         self._queue.append(item)
         self._waiting[id(req)] = item
         try:
-            answer = await fut
+            return await fut  # (the answer, or a refusal while queued)
         except BaseException:  # (the waiting task was cancelled)
-            if item.instance is not None:  # its turn had come: the next one's now
-                self._release(item.instance)
-            elif self._dequeue(item):
+            if item.instance is None and self._dequeue(item):
                 self._waiting.pop(id(req), None)
-            raise
-        if answer is not _TURN:
-            return answer  # refused in the queue
-        # (the request runs in its own task: handing over an instance makes none)
-        assert item.instance is not None
-        return await self._run_on(item.instance, req)
+            raise  # (once its turn came, its execution goes on and frees the instance)
 
     async def _run_on(self, inst: ModelInstance, req: InferRequest) -> InferResponse:
         try:
             response = (await self._execute(inst, [req], ()))[0]
         finally:
-            handed = self._release(inst)
-        if handed:
-            # let the next request reach the instance before this answer is encoded and
-            # sent (a worker process would sit idle meanwhile)
-            await asyncio.sleep(0)
+            self._release(inst)
         return reschedule_refused() if response.rescheduled else response
+
+    async def _run_item(self, inst: ModelInstance, item: Pending) -> None:
+        """Execute a queued request on the instance handed to it; its answer (or error)
+        goes to its future."""
+        try:
+            response = await self._run_on(inst, item.request)
+        except BaseException as e:
+            if not item.future.done():
+                item.future.set_exception(e)
+            if not isinstance(e, Exception):
+                raise
+            return
+        if not item.future.done():
+            item.future.set_result(response)
+
+    def _start(self, inst: ModelInstance, item: Pending) -> None:
+        """Start ``item`` on ``inst`` now, in this call: the backend gets the request
+        before anything else runs on the loop (a worker process would sit idle until
+        then), ahead of the finished request's answer; a task goes on with it."""
+        coro = self._run_item(inst, item)
+        if self._starting:  # (an execution that ended at once hands over: no recursion)
+            self._spawn(coro)
+            return
+        self._starting = True
+        try:
+            yielded = coro.send(None)
+        except StopIteration:
+            return
+        finally:
+            self._starting = False
+        self._spawn(resume(coro, yielded))
 
     def _dequeue(self, item: Pending) -> bool:
         try:
@@ -191,19 +212,18 @@ class FifoScheduler(Scheduler):
             return False
         return True
 
-    def _release(self, inst: ModelInstance) -> bool:
-        """``inst`` is free: its turn goes to the first queued request still waiting
-        (True), or it goes idle (False)."""
+    def _release(self, inst: ModelInstance) -> None:
+        """``inst`` is free: the first queued request still waiting starts on it, or it
+        goes idle."""
         queue = self._queue
         while queue:
             item = queue.popleft()
             self._waiting.pop(id(item.request), None)
             if not item.future.done():
                 item.instance = inst
-                item.future.set_result(_TURN)
-                return True
+                self._start(inst, item)
+                return
         self._idle.append(inst)
-        return False
 
 
 class _Payload:

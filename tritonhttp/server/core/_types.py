@@ -60,16 +60,19 @@ class DirectOffer:
     """A request's answer may be written to the client's connection by the backend.
 
     ``fd`` (a descriptor of the connection, ``key`` naming it) is valid until the
-    callbacks given to ``on_close`` run. ``answer`` says how to write a successful
-    answer: ``(key, json_head, binary_head, prefix, binary, binary_default)``, the HTTP
-    heads with ``%d`` for the lengths (see ``tritonhttp.server._extensions.DirectLink``)
-    and the arguments of ``tritonhttp.server._answer.encode_outputs``.
+    callbacks given to ``on_close`` run. ``heads`` are the connection's HTTP heads
+    ``(json_head, binary_head)`` with ``%d`` for the lengths (see
+    ``tritonhttp.server._extensions.DirectLink``), the same for every request on it.
+    ``answer`` says how to write this request's successful answer: ``(key, prefix,
+    binary, binary_default)``, the key and the arguments of
+    ``tritonhttp.server._answer.encode_outputs``.
     """
 
     key: int
     fd: int
     on_close: Callable[[Callable[[], None]], None]
-    answer: tuple[int, bytes, bytes, bytes, dict[str, bool | None], bool]
+    heads: tuple[bytes, bytes]
+    answer: tuple[int, bytes, dict[str, bool | None], bool]
 
 
 @dataclass(slots=True)

@@ -547,15 +547,8 @@ def direct_offer(parsed: ParsedInfer, model: ModelVersion, link: DirectLink) -> 
     """The offer to answer ``parsed`` (:func:`plain_outputs`) on ``link`` for the backend."""
     specs = parsed.outputs
     binary = {name: spec.binary for name, spec in specs.items()} if specs else {}
-    answer = (
-        link.key,
-        link.json_head,
-        link.binary_head,
-        _outputs_prefix(parsed.request, model),
-        binary,
-        parsed.binary_default,
-    )
-    return DirectOffer(link.key, link.fd, link.on_close, answer)
+    answer = (link.key, _outputs_prefix(parsed.request, model), binary, parsed.binary_default)
+    return DirectOffer(link.key, link.fd, link.on_close, (link.json_head, link.binary_head), answer)
 
 
 def pick_encoding(header: bytes | None) -> str | None:

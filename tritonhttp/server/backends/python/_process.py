@@ -172,7 +172,7 @@ class WorkerProcess:
             send_fd(self._fd_sock, offer.fd)
         except OSError:
             return False
-        self.send(("conn", key))
+        self.send(("conn", key, *offer.heads))  # (the heads go once per connection)
         self.connections.add(key)
         offer.on_close(functools.partial(self._connection_closed, key))
         return True
