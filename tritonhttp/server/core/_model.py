@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import struct
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -443,12 +444,17 @@ class ModelVersion:
             self.scheduler.cancel(req)
 
     async def _execute(
-        self, inst: ModelInstance, requests: list[InferRequest], nulls: tuple[int, ...] = ()
+        self,
+        inst: ModelInstance,
+        requests: list[InferRequest],
+        nulls: tuple[int, ...] = (),
+        on_free: Callable[[], None] | None = None,
     ) -> list[InferResponse]:
         """Run one batch on ``inst`` and count it. ``nulls`` are the positions of
-        sequence-batcher padding requests: part of the batch size, not inferences."""
+        sequence-batcher padding requests: part of the batch size, not inferences.
+        ``on_free``: see :class:`ExecutionTimes`."""
         t0 = time.monotonic_ns()
-        times = ExecutionTimes()
+        times = ExecutionTimes(on_free=on_free)
         responses = await inst.execute(requests, times)
         t1 = time.monotonic_ns()
         batch = 0

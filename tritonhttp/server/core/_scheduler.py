@@ -27,7 +27,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._eager import resume
 from ._errors import Code, CoreError
@@ -50,10 +50,18 @@ __all__ = [
     "reschedule_refused",
 ]
 
-#: runs one batch on an instance and counts it: (instance, requests, positions of padding)
-Executor = Callable[
-    ["ModelInstance", list[InferRequest], tuple[int, ...]], Awaitable[list[InferResponse]]
-]
+
+class Executor(Protocol):
+    """Runs one batch on an instance and counts it: (instance, requests, positions of
+    padding, and what the instance may call the moment it can take its next batch)."""
+
+    def __call__(
+        self,
+        inst: ModelInstance,
+        requests: list[InferRequest],
+        nulls: tuple[int, ...] = (),
+        on_free: Callable[[], None] | None = None,
+    ) -> Awaitable[list[InferResponse]]: ...
 
 
 @dataclass(slots=True)
@@ -168,10 +176,20 @@ class FifoScheduler(Scheduler):
             raise  # (once its turn came, its execution goes on and frees the instance)
 
     async def _run_on(self, inst: ModelInstance, req: InferRequest) -> InferResponse:
+        freed = False
+
+        def free() -> None:
+            # (the instance may say it is free before its execute returns: a worker
+            # process has finished; its next request starts at once, from that callback)
+            nonlocal freed
+            if not freed:
+                freed = True
+                self._release(inst)
+
         try:
-            response = (await self._execute(inst, [req], ()))[0]
+            response = (await self._execute(inst, [req], (), free))[0]
         finally:
-            self._release(inst)
+            free()
         return reschedule_refused() if response.rescheduled else response
 
     async def _run_item(self, inst: ModelInstance, item: Pending) -> None:

@@ -128,11 +128,18 @@ class InferResponse:
 
 @dataclass(slots=True)
 class ExecutionTimes:
-    """Nanoseconds one ``execute`` spent preparing inputs, in the model, and on outputs."""
+    """Nanoseconds one ``execute`` spent preparing inputs, in the model, and on outputs.
+
+    ``on_free`` (set by the scheduler, or None) may be called once by the instance, the
+    moment it can take its next batch, before this ``execute`` returns (the scheduler
+    then starts the next batch from within that call); an instance that never calls it
+    is free when ``execute`` returns.
+    """
 
     input_ns: int = 0
     infer_ns: int = 0
     output_ns: int = 0
+    on_free: Callable[[], None] | None = None
 
 
 class ResponseStream:

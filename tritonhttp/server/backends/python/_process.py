@@ -352,8 +352,11 @@ class ProcessInstance:
         self._worker: WorkerProcess | None = None
         self._tokens = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
-        #: batches in flight (oldest first): their future and stub-timeout deadline
-        self._batches: dict[int, tuple[asyncio.Future[list[bool] | None], float]] = {}
+        #: batches in flight (oldest first): their future, stub-timeout deadline, and
+        #: whom to tell the moment the worker is free (ExecutionTimes.on_free)
+        self._batches: dict[
+            int, tuple[asyncio.Future[list[bool] | None], float, Callable[[], None] | None]
+        ] = {}
         self._watchdog: asyncio.TimerHandle | None = None
         self._calls: dict[int, asyncio.Future[Any]] = {}
         self._bls: dict[int, InferRequest] = {}
@@ -456,6 +459,10 @@ class ProcessInstance:
         entry = self._batches.pop(batch_id, None)
         if entry is not None and not entry[0].done():
             entry[0].set_result(flags)
+            if entry[2] is not None:
+                # the worker is free: its next batch goes out now, ahead of whatever the
+                # loop has queued (this batch's answers included)
+                entry[2]()
 
     def _finish(self, token: int, response: InferResponse | None) -> None:
         p = self._pending.get(token)
@@ -573,7 +580,7 @@ class ProcessInstance:
     def _exited(self) -> None:
         """The worker's channel closed: fail what it had, then replace it."""
         text = self._death_text
-        for fut, _ in self._batches.values():
+        for fut, _, _ in self._batches.values():
             if not fut.done():
                 fut.set_result(None)
         self._batches.clear()
@@ -618,7 +625,7 @@ class ProcessInstance:
         flight (rather than a timer per execute)."""
         self._watchdog = None
         worker = self._worker
-        oldest = next((d for fut, d in self._batches.values() if not fut.done()), None)
+        oldest = next((d for fut, d, _ in self._batches.values() if not fut.done()), None)
         if oldest is None or worker is None:
             return
         loop = asyncio.get_running_loop()
@@ -685,7 +692,7 @@ class ProcessInstance:
         batch_id = next(self._tokens)
         done: asyncio.Future[list[bool] | None] = loop.create_future()
         deadline = loop.time() + self._settings.stub_timeout_s
-        self._batches[batch_id] = (done, deadline)
+        self._batches[batch_id] = (done, deadline, times.on_free)
         if self._watchdog is None:
             self._watchdog = loop.call_at(deadline, self._watch)
         pendings: list[tuple[int, _Pending]] = []
