@@ -331,6 +331,50 @@ def test_fifo_turns_survive_waiting_tasks_being_cancelled() -> None:
     assert pending == 0 and len(idle) == 1  # the instance came back
 
 
+def test_fifo_starts_the_next_request_inside_the_instances_on_free() -> None:
+    """An instance that says it is free before its execute returns (a worker process at
+    its ``done``) has the next queued request started within that call, synchronously;
+    a second ``on_free`` (and the return) free nothing more."""
+
+    class EarlyFree(ScriptedInstance):
+        def __init__(self, name: str) -> None:
+            super().__init__(name)
+            self.seen_at_free: list[list[str]] = []
+
+        async def execute(
+            self, requests: list[InferRequest], times: ExecutionTimes
+        ) -> list[InferResponse]:
+            out = await super().execute(requests, times)
+            if requests[0].id == "a":
+                assert times.on_free is not None
+                times.on_free()
+                self.seen_at_free = [list(b) for b in self.batches]
+                times.on_free()  # (twice: still one release)
+                await asyncio.sleep(0)
+            return out
+
+    async def main() -> tuple[Any, ...]:
+        mv, _ = make_model("max_batch_size: 0")
+        inst = EarlyFree("m_0")
+        scheduler: Any = mv.scheduler  # (its one instance swapped for ours)
+        scheduler.instances = [inst]
+        scheduler._idle.clear()
+        scheduler._idle.append(inst)
+        d = Driver(mv)
+        hold = await _hold_first(inst, d, batch=None)  # type: ignore[arg-type]
+        for rid in "bc":
+            await d.send(request(rid, batch=None))
+        hold.set()
+        results = await d.results()
+        return inst.seen_at_free, inst.batches, results, list(scheduler._idle), mv.pending
+
+    seen, batches, results, idle, pending = run(main)
+    assert seen == [["a"], ["b"]]  # b was executing when on_free returned
+    assert batches == [["a"], ["b"], ["c"]]
+    assert all(r.outputs for r in results.values())
+    assert len(idle) == 1 and pending == 0
+
+
 # ----------------------------------------------------------------------------- sequences
 
 SEQ = """
