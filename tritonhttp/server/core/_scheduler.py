@@ -157,7 +157,6 @@ class FifoScheduler(Scheduler):
     ) -> None:
         super().__init__(instances, execute, stats)
         self._queue: collections.deque[Pending] = collections.deque()
-
         #: a hand-over is starting an execution (one that ends at once hands on in a task)
         self._starting = False
 

@@ -461,7 +461,9 @@ class ProcessInstance:
             entry[0].set_result(flags)
             if entry[2] is not None:
                 # the worker is free: its next batch goes out now, ahead of whatever the
-                # loop has queued (this batch's answers included)
+                # loop has queued (this batch's answers included). (That execute never
+                # polls the channel inline, re-entering _readable: this one's execute
+                # still counts in _ACTIVE until it resumes.)
                 entry[2]()
 
     def _finish(self, token: int, response: InferResponse | None) -> None:
