@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import struct
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,22 @@ def exchange(
         return Reply(r.status, {k.lower(): v for k, v in r.getheaders()}, payload)
     finally:
         conn.close()
+
+
+def compare(ours: Reply, real: Reply) -> None:
+    """Assert that two answers are the same: status, content type, body (compared inflated
+    when compressed) and the headers a client reads."""
+    assert (ours.status, ours.content_type) == (real.status, real.content_type), (
+        ours.body[:600],
+        real.body[:600],
+    )
+    if real.headers.get("content-encoding") in ("gzip", "deflate"):
+        assert ours.headers.get("content-encoding") == real.headers["content-encoding"]
+        assert zlib.decompress(ours.body, 47) == zlib.decompress(real.body, 47)
+    else:
+        assert ours.body == real.body
+    for h in ("inference-header-content-length", "accept-encoding", "transfer-encoding"):
+        assert ours.headers.get(h) == real.headers.get(h), h
 
 
 def infer_body(*inputs: tuple[str, str, list[int], list[Any]], **extra: Any) -> str:

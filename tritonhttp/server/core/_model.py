@@ -40,6 +40,77 @@ def _fmt_shape(shape: list[int]) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
+def _wrap64(value: int) -> int:
+    """``value`` as a wrapping int64 (what Triton's element and byte counts come to)."""
+    return (value + 2**63) % 2**64 - 2**63
+
+
+# --- the order Triton walks a request's inputs in: that of a libstdc++
+# std::unordered_map<std::string, ...> filled in request order (which error is reported
+# first, and the names listed in a wrong-count error, follow it)
+
+_M64 = (1 << 64) - 1
+_MURMUR_MUL = 0xC6A4A7935BD1E995
+_MURMUR_SEED = 0xC70F6907
+#: the bucket counts a map growing one insertion at a time goes through (11 asked for at the
+#: first insertion, then at least twice the count: libstdc++'s prime list, max load 1.0)
+_BUCKET_LADDER = (13, 29, 59, 127, 257, 541, 1109, 2357, 5087, 10273, 20753, 42043, 85229,
+                  172933, 351061, 712697, 1447153, 2938679)  # fmt: skip
+_name_hashes: dict[str, int] = {}
+
+
+def _string_hash(name: str) -> int:
+    """libstdc++'s ``std::hash<std::string>`` (``_Hash_bytes``, 64-bit) of ``name``'s UTF-8."""
+    cached = _name_hashes.get(name)
+    if cached is not None:
+        return cached
+    data = name.encode("utf-8", "surrogateescape")
+    n = len(data)
+    h = _MURMUR_SEED ^ ((n * _MURMUR_MUL) & _M64)
+    whole = n & ~7
+    for i in range(0, whole, 8):
+        k = (int.from_bytes(data[i : i + 8], "little") * _MURMUR_MUL) & _M64
+        k = ((k ^ (k >> 47)) * _MURMUR_MUL) & _M64
+        h = ((h ^ k) * _MURMUR_MUL) & _M64
+    if n & 7:
+        h = ((h ^ int.from_bytes(data[whole:], "little")) * _MURMUR_MUL) & _M64
+    h = ((h ^ (h >> 47)) * _MURMUR_MUL) & _M64
+    h ^= h >> 47
+    if len(_name_hashes) < 4096:
+        _name_hashes[name] = h
+    return h
+
+
+def _triton_order(inputs: dict[str, InputTensor]) -> list[InputTensor]:
+    """``inputs`` (in request order) in the iteration order of Triton's map of them.
+
+    A new element goes to the front of its bucket's run of nodes, a bucket's first one to
+    the front of the list; growing the table re-inserts the nodes in list order. Up to two
+    elements that is the reverse of the request order.
+    """
+    tensors = list(inputs.values())
+    if len(tensors) <= 2:
+        tensors.reverse()
+        return tensors
+    hashes = [_string_hash(t.name) for t in tensors]
+    # the list as runs per bucket: bucket -> its nodes (newest last); runs newest last
+    runs: dict[int, list[int]] = {}
+    step = 0
+    buckets = _BUCKET_LADDER[0]
+    for i in range(len(tensors)):
+        if i >= buckets:  # one more than the table holds: grow it, re-insert in list order
+            step += 1
+            buckets = (
+                _BUCKET_LADDER[step] if step < len(_BUCKET_LADDER) else buckets * 2 + 1
+            )  # (beyond the ladder: no longer Triton's order, still deterministic)
+            listed = [j for run in reversed(runs.values()) for j in reversed(run)]
+            runs = {}
+            for j in listed:
+                runs.setdefault(hashes[j] % buckets, []).append(j)
+        runs.setdefault(hashes[i] % buckets, []).append(i)
+    return [tensors[j] for run in reversed(runs.values()) for j in reversed(run)]
+
+
 class _InputSpec:
     __slots__ = ("dims", "dtype", "name", "optional", "reshape", "wire")
 
@@ -163,44 +234,47 @@ class ModelVersion:
         if req.raw:
             self._map_raw_input(req, prefix)
         if req.requested_outputs:
-            for o in req.requested_outputs:
-                if o not in self._outputs:
-                    raise CoreError(f"unexpected inference output '{o}' for model '{name}'")
+            unknown = [o for o in req.requested_outputs if o not in self._outputs]
+            if unknown:
+                # Triton keeps the requested outputs in a std::set: the first by byte order
+                raise CoreError(f"unexpected inference output '{min(unknown)}' for model '{name}'")
         inputs = req.inputs
         n = len(inputs)
         if n > self._input_count or n < self._required:
             self._count_error(req, prefix)
-        # Triton walks its inputs in hash-map order; for small maps that is the reverse of
-        # the order the client sent them in.
-        order = list(reversed(inputs.values()))
+        order = _triton_order(inputs) if n > 2 else list(reversed(inputs.values()))
         specs = self._inputs
-        for t in order:
-            if t.name not in specs:
-                raise CoreError(f"unexpected inference input '{t.name}' for model '{name}'")
-        batch = 1
-        if self._max_batch > 0:
-            batch = -1
+        max_batch = self._max_batch
+        # Triton's batch size is a uint32 that the first input with a non-zero batch
+        # dimension sets
+        batch = 0
+        if max_batch > 0:
             for t in order:
+                if t.name not in specs:
+                    raise CoreError(f"unexpected inference input '{t.name}' for model '{name}'")
                 if not t.shape:
                     raise CoreError(
                         f"{prefix}input '{t.name}' has no shape but model requires batch "
                         f"dimension for '{name}'"
                     )
-                if batch == -1:
-                    batch = t.shape[0]
+                if batch == 0:
+                    batch = t.shape[0] & 0xFFFFFFFF
                 elif t.shape[0] != batch:
                     raise CoreError(
                         f"{prefix}input '{t.name}' batch size does not match other inputs for "
                         f"'{name}'"
                     )
-            if batch > self._max_batch:
+            if (batch ^ 0x80000000) - 0x80000000 > max_batch:  # (compared as an int32)
                 raise CoreError(
-                    f"{prefix}inference request batch-size must be <= {self._max_batch} for "
-                    f"'{name}'"
+                    f"{prefix}inference request batch-size must be <= {max_batch} for '{name}'"
                 )
-            if batch == -1:
-                batch = 1
-        req.batch_size = batch
+        else:
+            for t in order:
+                if t.name not in specs:
+                    raise CoreError(f"unexpected inference input '{t.name}' for model '{name}'")
+        req.batch_size = batch or 1
+        # each input in turn: datatype, shape, then its bytes
+        backend_error: BackendError | None = None
         for t in order:
             spec = specs[t.name]
             if t.datatype != spec.wire:
@@ -208,23 +282,29 @@ class ModelVersion:
                     f"{prefix}inference input '{t.name}' data-type is '{t.datatype}', but model "
                     f"'{name}' expects '{spec.wire}'"
                 )
-            shape = t.shape[1:] if self._max_batch > 0 else t.shape
+            shape = t.shape[1:] if max_batch > 0 else t.shape
             dims = spec.dims
             if shape != dims and (
                 len(shape) != len(dims)
                 or any(d != -1 and d != s for d, s in zip(dims, shape, strict=False))
             ):
-                expected = ([-1, *dims]) if self._max_batch > 0 else dims
+                expected = ([-1, *dims]) if max_batch > 0 else dims
                 msg = (
                     f"{prefix}unexpected shape for input '{t.name}' for model '{name}'. "
                     f"Expected {_fmt_shape(expected)}, got {_fmt_shape(t.shape)}. "
                 )
-                if self._max_batch > 0:
+                if max_batch > 0:
                     msg += _BATCH_NOTE
                 raise CoreError(msg)
-        backend_error: BackendError | None = None
-        for t in order:
-            spec = specs[t.name]
+            if -1 in shape:  # (a dim of 2**64 - 1, read as int64)
+                raise CoreError(
+                    f"{prefix}All input dimensions should be specified for input '{t.name}' for "
+                    f"model '{name}', got {_fmt_shape(t.shape)}"
+                )
+            if max_batch > 0 and (t.shape[0] != batch or not batch):
+                # the bytes expected are those of the request's batch size (0: no batch
+                # dimension at all)
+                t.shape = [batch, *shape] if batch else shape
             try:
                 self._decode(t, spec, prefix)
             except BackendError as e:  # Triton's backend fails it, after admission
@@ -232,7 +312,7 @@ class ModelVersion:
                 continue
             if spec.reshape is not None and t.array is not None:
                 shape = spec.reshape
-                if self._max_batch > 0:
+                if max_batch > 0:
                     shape = [t.shape[0], *shape]
                 if -1 in shape:
                     known = 1
@@ -253,7 +333,7 @@ class ModelVersion:
             f"'{i.name}'," for i in self.config.input if not i.optional and i.name not in req.inputs
         )
         missing = missing[:-1] + "]"
-        got = "[" + "".join(f"'{k}'," for k in reversed(req.inputs))
+        got = "[" + "".join(f"'{t.name}'," for t in _triton_order(req.inputs))
         got = got[:-1] + "]" if req.inputs else "[]"
         n = len(req.inputs)
         if self._input_count == self._required:
@@ -316,29 +396,69 @@ class ModelVersion:
         req.inputs[spec.name] = InputTensor(spec.name, spec.wire, shape, raw=raw.raw)
 
     def _decode(self, t: InputTensor, spec: _InputSpec, prefix: str) -> None:
-        count = 1
+        exact = 1
         for d in t.shape:
-            count *= d
+            exact *= d
+        # Triton counts in int64 (wrapping)
+        count = exact if -(2**63) <= exact < 2**63 else _wrap64(exact)
+        # a shape no array has (Triton 2.51 passes some to the model, whose stub crashes)
+        impossible = exact != count or (count <= 0 and min(t.shape, default=0) < 0)
         if t.raw is None:
             assert t.array is not None
-            if spec.wire == "BYTES" and t.array.size != count:
-                raise self._string_count_error(t.array.size, count, t.name, prefix)
+            if t.array.size != count:  # (JSON data: a batch size not its own)
+                if spec.wire == "BYTES":
+                    raise self._string_count_error(t.array.size, count, t.name, prefix)
+                raise CoreError(
+                    f"{prefix}input byte size mismatch for input '{t.name}' for model "
+                    f"'{self.name}'. Expected {_wrap64(count * t.array.itemsize)}, got "
+                    f"{t.array.nbytes}"
+                )
             if t.array.shape != tuple(t.shape):
-                t.array = t.array.reshape(t.shape)
+                t.array = self._reshaped(t.array, t, exact, impossible, prefix)
             return
         raw = t.raw
         if spec.wire == "BYTES":
-            t.array = self._decode_bytes(raw, count, t.name, prefix).reshape(t.shape)
+            array = self._decode_bytes(raw, count, t.name, prefix)
         else:
             assert spec.dtype is not None
-            expected = count * spec.dtype.itemsize
+            expected = _wrap64(count * spec.dtype.itemsize)
             if raw.nbytes != expected:
                 raise CoreError(
                     f"{prefix}input byte size mismatch for input '{t.name}' for model "
                     f"'{self.name}'. Expected {expected}, got {raw.nbytes}"
                 )
-            t.array = np.frombuffer(raw, dtype=spec.dtype).reshape(t.shape)
-        t.raw = None
+            array = np.frombuffer(raw, dtype=spec.dtype)
+            impossible = impossible or array.size != exact  # (the byte count wrapped)
+        if not impossible:
+            try:
+                t.array = array.reshape(t.shape)
+                t.raw = None
+                return
+            except ValueError:
+                pass
+        self._reshaped(array, t, exact, True, prefix)  # (raises)
+
+    def _reshaped(
+        self,
+        array: np.ndarray[Any, Any],
+        t: InputTensor,
+        exact: int,
+        impossible: bool,
+        prefix: str,
+    ) -> np.ndarray[Any, Any]:
+        """``array`` in ``t``'s shape; refused (with the exact count) where no array has
+        that shape: Triton 2.51 takes some such requests, and its model stub crashes."""
+        if not impossible:
+            try:
+                return array.reshape(t.shape)
+            except ValueError:
+                pass
+        if array.dtype == np.object_:
+            raise self._string_count_error(array.size, exact, t.name, prefix)
+        raise CoreError(
+            f"{prefix}input byte size mismatch for input '{t.name}' for model '{self.name}'. "
+            f"Expected {exact * array.itemsize}, got {array.nbytes}"
+        )
 
     def _decode_bytes(
         self, raw: memoryview, count: int, name: str, prefix: str
@@ -382,9 +502,9 @@ class ModelVersion:
     def _string_count_error(self, found: int, count: int, name: str, prefix: str) -> CoreError:
         """Triton's answer to ``found`` BYTES elements where the shape holds ``count``: it
         stops counting at the first element too many."""
-        if found > count:
+        if found > count and found:  # (a negative count fails at the first element)
             return CoreError(
-                f"{prefix}unexpected number of string elements {count + 1} for inference "
+                f"{prefix}unexpected number of string elements {max(count, 0) + 1} for inference "
                 f"input '{name}' for model '{self.name}', expecting {count}"
             )
         return CoreError(

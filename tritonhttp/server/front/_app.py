@@ -91,12 +91,14 @@ async def _infer_watching(
 
 
 def _atoi(raw: bytes) -> int:
-    """C ``atoi``: leading spaces, optional sign, digits; junk after them ignored."""
+    """glibc's ``atoi``: leading spaces, optional sign, digits, junk after them ignored;
+    the value of ``strtol`` (saturated to 64 bits) cast to a 32-bit int (``2**32`` reads
+    as 0, ``2**31`` as ``-2**31``)."""
     m = re.match(rb"\s*([+-]?\d+)", raw)
     if not m:
         return 0
-    value = int(m.group(1))
-    return max(min(value, 2**31 - 1), -(2**31))
+    value = max(min(int(m.group(1)), 2**63 - 1), -(2**63))
+    return (value + 2**31) % 2**32 - 2**31
 
 
 class HttpFrontend:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
@@ -32,8 +34,11 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 JSON = b"application/json"
 TEXT = b"text/plain"
 
-#: Triton parses with RapidJSON's kParseNanAndInfFlag: NaN, Inf, Infinity (signed) are numbers
-_NM = rapidjson.NM_NAN
+#: Triton parses with RapidJSON's kParseNanAndInfFlag: NaN, Inf, Infinity (signed) are
+#: numbers; and with RapidJSON's own number parsing (NM_NATIVE), not full precision: a
+#: decimal may come out one ulp away from the nearest double, and an integer beyond 64 bits
+#: is a double
+_NM = rapidjson.NM_NAN | rapidjson.NM_NATIVE
 
 
 #: bodies larger than this are refused (memory stays bounded whatever a client sends)
@@ -103,30 +108,130 @@ async def read_body(
             return buf
 
 
-def parse_json(data: bytes | bytearray | memoryview) -> Any:
-    """Parse like Triton's RapidJSON: errors as 500 ``failed to parse the request JSON buffer``."""
+def _mask_invalid_utf8(error: UnicodeError) -> tuple[str, int]:
+    assert isinstance(error, UnicodeDecodeError)
+    return "X" * (error.end - error.start), error.end
+
+
+codecs.register_error("tritonhttp-mask", _mask_invalid_utf8)
+
+
+class _FirstWins(rapidjson.Decoder):
+    """Objects keep the first of repeated members, as RapidJSON's lookups find it."""
+
+    def start_object(self) -> list[tuple[str, Any]]:
+        return []
+
+    def end_object(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        return _first_wins(pairs)
+
+
+def _first_wins(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        obj.setdefault(key, value)
+    return obj
+
+
+_FIRST_WINS = _FirstWins(number_mode=_NM)
+
+
+def _syntax_error(error: rapidjson.JSONDecodeError) -> CoreError:
+    # "Parse error at offset N: message"
+    head, _, message = str(error).partition(": ")
+    offset = head.rsplit(" ", 1)[-1]
+    if message == "Invalid encoding in string.":
+        # an unescaped control character: Triton's (older) RapidJSON words it so
+        message = "Invalid escape character in string."
+    return CoreError(
+        f"failed to parse the request JSON buffer: {message} at {offset}", Code.INTERNAL
+    )
+
+
+_SURROGATE_ERROR = "The surrogate pair in string is invalid."
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+
+
+def _lone_low_surrogates(raw: bytes) -> list[int]:
+    """Where ``raw``'s strings escape a low surrogate (``\\uDC00``-``\\uDFFF``) that no
+    high surrogate escape precedes: the RapidJSON of Triton 2.51 takes those."""
+    found = []
+    for string in _JSON_STRING.finditer(raw):
+        pair_at = -1
+        for escape in _ESCAPE.finditer(raw, string.start() + 1, string.end() - 1):
+            code = int(escape.group(1), 16) if escape.group(1) else -1
+            if 0xDC00 <= code <= 0xDFFF and escape.start() != pair_at:
+                found.append(escape.start())
+            pair_at = escape.end() if 0xD800 <= code <= 0xDBFF else -1
+    return found
+
+
+def parse_json(data: bytes | bytearray | memoryview, first_wins: bool = False) -> Any:
+    """Parse like Triton's RapidJSON: errors as 500 ``failed to parse the request JSON buffer``.
+
+    ``first_wins``: an object's repeated member keeps its first value (what RapidJSON's
+    lookups find); by default the last one is kept, which is cheaper.
+    """
     raw = bytes(data)
     nul = raw.find(b"\0")
     if nul >= 0:  # RapidJSON reads a NUL-terminated string
         raw = raw[:nul]
     try:
+        if first_wins:
+            return _FIRST_WINS(raw)
         return rapidjson.loads(raw, number_mode=_NM)
     except rapidjson.JSONDecodeError as e:
-        text = str(e)
-        # "Parse error at offset N: message"
-        head, _, message = text.partition(": ")
-        offset = head.rsplit(" ", 1)[-1]
-        raise CoreError(
-            f"failed to parse the request JSON buffer: {message} at {offset}", Code.INTERNAL
-        ) from None
+        lone = _lone_low_surrogates(raw) if str(e).endswith(_SURROGATE_ERROR) else []
+        if not lone:
+            raise _syntax_error(e) from None
     except UnicodeDecodeError:
-        # RapidJSON copies invalid UTF-8 through; keep those bytes as surrogates.
-        try:
-            return json.loads(raw.decode("utf-8", "surrogateescape"))
-        except json.JSONDecodeError as e:
-            raise CoreError(
-                f"failed to parse the request JSON buffer: {e.msg}. at {e.pos}", Code.INTERNAL
-            ) from None
+        lone = _lone_low_surrogates(raw)
+    return _parse_loosely(raw, lone, first_wins)
+
+
+def _parse_loosely(raw: bytes, lone: list[int], first_wins: bool) -> Any:
+    """What Triton's RapidJSON takes and python-rapidjson refuses: invalid UTF-8 (copied
+    through), and the escapes of lone low surrogates at ``lone`` (written as 3 bytes)."""
+    # The syntax errors: those of the same bytes with each invalid byte masked by a letter
+    # that starts no JSON token and each lone surrogate by a plain escape.
+    masked = raw
+    for at in lone:
+        masked = masked[:at] + b"\\u0058" + masked[at + 6 :]
+    masked = masked.decode("utf-8", "tritonhttp-mask").encode()
+    try:
+        numbers = _FIRST_WINS(masked) if first_wins else rapidjson.loads(masked, number_mode=_NM)
+    except rapidjson.JSONDecodeError as e:
+        raise _syntax_error(e) from None
+    # Valid: invalid bytes are inside strings, kept as surrogates (so are the lone
+    # surrogates' bytes); the numbers are RapidJSON's, from the masked parse.
+    for at in reversed(lone):
+        code = int(raw[at + 2 : at + 6], 16)
+        utf8 = bytes([0xED, 0x80 | (code >> 6) & 0x3F, 0x80 | code & 0x3F])
+        raw = raw[:at] + utf8 + raw[at + 6 :]
+    try:
+        doc = json.loads(
+            raw.decode("utf-8", "surrogateescape"),
+            object_pairs_hook=_first_wins if first_wins else None,
+        )
+    except json.JSONDecodeError as e:
+        raise CoreError(
+            f"failed to parse the request JSON buffer: {e.msg}. at {e.pos}", Code.INTERNAL
+        ) from None
+    return _take_numbers(doc, numbers)
+
+
+def _take_numbers(doc: Any, numbers: Any) -> Any:
+    """``doc`` with the numbers of ``numbers``, the same document parsed otherwise."""
+    if isinstance(doc, (int, float)) and not isinstance(doc, bool):
+        return numbers if isinstance(numbers, (int, float)) else doc
+    if isinstance(doc, list) and isinstance(numbers, list) and len(doc) == len(numbers):
+        return [_take_numbers(a, b) for a, b in zip(doc, numbers, strict=True)]
+    if isinstance(doc, dict) and isinstance(numbers, dict) and len(doc) == len(numbers):
+        return {
+            k: _take_numbers(a, b) for (k, a), b in zip(doc.items(), numbers.values(), strict=True)
+        }
+    return doc
 
 
 def error_body(message: str) -> bytes:

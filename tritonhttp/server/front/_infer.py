@@ -64,10 +64,11 @@ def _member(obj: Any, key: str, field: str | None = None) -> Any:
 
 
 def _string(obj: Any, key: str) -> str:
+    """A string member as Triton reads it: a C string, cut at its first NUL."""
     value = _member(obj, key)
     if not isinstance(value, str):
         raise _err500(f"Unable to parse '{key}': {_NOT_STR}")
-    return value
+    return value.partition("\0")[0] if "\0" in value else value
 
 
 def _uint(value: Any, label: str) -> int:
@@ -181,6 +182,11 @@ def _json_data(data: Any, wire: str, name: str, count: int) -> np.ndarray[Any, A
     return arr if arr.dtype == dtype else arr.astype(dtype)  # wraps like a C cast
 
 
+_RESERVED_PARAMS = frozenset(
+    ["sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "binary_data_output"]
+)
+
+
 def _request_parameters(params: Any, req: InferRequest) -> bool:
     """Consume the reserved parameters; returns ``binary_data_output``."""
     if not isinstance(params, dict):
@@ -188,6 +194,22 @@ def _request_parameters(params: Any, req: InferRequest) -> bool:
     binary_default = False
     custom: dict[str, ParamValue] = {}
     for key, value in params.items():
+        if "\0" in key:
+            # Triton lists the keys as C strings (cut at the NUL), then looks each up
+            key = key.partition("\0")[0]
+            if key not in _RESERVED_PARAMS and key.startswith("triton_"):
+                raise CoreError(
+                    "parameter keys starting with 'triton_' are reserved for Triton usage and "
+                    "should not be specified."
+                )
+            if key not in params:
+                if key in _RESERVED_PARAMS:
+                    raise _err500(
+                        f"Unable to parse '{key}': attempt to access non-existing object "
+                        f"member '{key}'"
+                    )
+                raise _err500(f"parameter key '{key}' was not found in the JSON")
+            value = params[key]
         if key == "sequence_id":
             if _is_uint(value):
                 req.correlation_id = int(value)
@@ -232,33 +254,114 @@ def parse_infer_request(
     model: ModelVersion,
     shm: SharedMemoryRegistry,
 ) -> ParsedInfer:
-    """Parse a (decompressed) infer body; raises CoreError (answered as application/json)."""
-    req = InferRequest(id="", inputs={})
+    """Parse a (decompressed) infer body; raises CoreError (answered as application/json).
+
+    Two things RapidJSON and Triton do that a Python dict does not: an object may repeat a
+    member (lookups find the first), and names are read as C strings (cut at a NUL, which
+    JSON text can only carry as ``\\u0000``). A document with a NUL escape is parsed
+    keeping first members and read without the fast path. A repeated member shows as more
+    ':' in the text than members and ':' inside strings in the parsed document: the
+    document is then parsed again keeping first members.
+    """
     view = memoryview(body)
     if header_len == 0:
+        req = InferRequest(id="", inputs={})
         req.raw = True
         req.inputs["raw_input"] = InputTensor("raw_input", "", [], raw=view)
         return ParsedInfer(req, {}, True)
-    doc = parse_json(view[:header_len])
+    header = bytes(view[:header_len])
+    if b"\\" in header and _NUL_ESCAPE in header:
+        doc = parse_json(header, first_wins=True)
+        return _parse_doc(doc, view, header_len, model, shm, fast=False)[0]
+    doc = parse_json(header)
+    colons = header.count(b":")
+    try:
+        parsed, members = _parse_doc(doc, view, header_len, model, shm)
+    except CoreError:
+        if _no_repeats(doc, header, colons):
+            raise
+        members = -1
+    if members != colons and not (members >= 0 and _no_repeats(doc, header, colons)):
+        # a member repeats: read what RapidJSON's lookups find
+        doc = parse_json(header, first_wins=True)
+        return _parse_doc(doc, view, header_len, model, shm)[0]
+    return parsed
+
+
+def _no_repeats(doc: Any, header: bytes, colons: int) -> bool:
+    """Whether no object of ``doc`` (parsed from ``header``, holding ``colons`` ':')
+    repeated a member. Each member has a ':' and so may a string: when the document
+    parsed accounts for them all, none was dropped. (A ':' escaped as ``\\u003a`` would
+    count in a string and not in the text: such documents are taken to repeat.)"""
+    if type(doc) is not dict:
+        return True  # (nothing read by name)
+    if b"\\" in header and (b"\\u003a" in header or b"\\u003A" in header):
+        return False
+    return colons == _colons_in(doc)
+
+
+def _colons_in(value: Any) -> int:
+    """The ':' of ``value``'s JSON text: one per member, and those inside its strings. A
+    list that starts with a number is not looked into (the count is then too small, and
+    taken for a repeated member: safe, only slower)."""
+    if isinstance(value, str):
+        return value.count(":")
+    if isinstance(value, dict):
+        n: int = len(value) + sum(k.count(":") + _colons_in(v) for k, v in value.items())
+        return n
+    if isinstance(value, list) and value:
+        first = value[0]
+        if isinstance(first, str):
+            try:
+                return "".join(value).count(":")  # (a list of strings: BYTES data)
+            except TypeError:
+                pass
+        elif not isinstance(first, (list, dict)):
+            return 0
+        return sum(_colons_in(v) for v in value)
+    return 0
+
+
+def _parse_doc(
+    doc: Any,
+    view: memoryview,
+    header_len: int,
+    model: ModelVersion,
+    shm: SharedMemoryRegistry,
+    fast: bool = True,
+) -> tuple[ParsedInfer, int]:
+    """The request ``doc`` describes, and how many members its request, inputs, outputs
+    and their parameters have. ``fast=False``: names may hold NULs (no fast path)."""
+    req = InferRequest(id="", inputs={})
     binary_default = False
+    members = 0
     if isinstance(doc, dict):
+        members = len(doc)
         if "id" in doc:
             if not isinstance(doc["id"], str):
                 raise _err500(f"Unable to parse 'id': {_NOT_STR}")
-            req.id = doc["id"]
+            req.id = doc["id"] if fast else doc["id"].partition("\0")[0]
         if "parameters" in doc:
-            binary_default = _request_parameters(doc["parameters"], req)
+            params = doc["parameters"]
+            binary_default = _request_parameters(params, req)
+            members += len(params)
     inputs = _member(doc, "inputs")
     if not isinstance(inputs, list):
         raise _err500(f"Unable to parse 'inputs': {_NOT_ARRAY}")
     offset = header_len
-    end = len(body)
+    end = len(view)
     for item in inputs:
-        if type(item) is dict and len(item) == 4 and "data" in item and _fast_json_input(item, req):
+        if (
+            type(item) is dict
+            and len(item) == 4
+            and "data" in item
+            and fast
+            and _fast_json_input(item, req)
+        ):
+            members += 4
             continue
-        _parse_input(item, req, model, shm, view)
-        t = req.inputs[_string(item, "name")]
-        size = _binary_size(item)
+        t, size, n = _parse_input(item, req, model, shm, view)
+        members += n
         if size is not None:
             remaining = end - offset
             if size > remaining:
@@ -278,11 +381,34 @@ def parse_infer_request(
         requested: list[str] = []
         for item in out_list:
             spec = _parse_output(item, shm, req)
+            members += len(item) + len(_params_of(item))
             if spec.name not in outputs:
                 outputs[spec.name] = spec
                 requested.append(spec.name)
         req.requested_outputs = requested or None
-    return ParsedInfer(req, outputs, binary_default)
+    return ParsedInfer(req, outputs, binary_default), members
+
+
+_NUL_ESCAPE = b"\\u0000"
+
+
+def _member_count(doc: dict[str, Any]) -> int:
+    """How many members the objects Triton reads by name have: the request, its
+    parameters, inputs, outputs and theirs."""
+    n = len(doc)
+    params = doc.get("parameters")
+    if type(params) is dict:
+        n += len(params)
+    for key in ("inputs", "outputs"):
+        items = doc.get(key)
+        if type(items) is list:
+            for item in items:
+                if type(item) is dict:
+                    n += len(item)
+                    params = item.get("parameters")
+                    if type(params) is dict:
+                        n += len(params)
+    return n
 
 
 _FAST_TYPES = frozenset(_KNOWN_TYPES - {"FP16", "BF16"})
@@ -305,10 +431,10 @@ def _fast_json_input(item: dict[str, Any], req: InferRequest) -> bool:
         return False
     count = 1
     for d in shape:
-        if type(d) is not int or d < 0 or d > _U64_MAX:
+        if type(d) is not int or d < 0 or d > _I64_MAX:
             return False
         count *= d
-    if count == 0:
+    if count == 0 or count > _I64_MAX or not shape:
         return False
     req.inputs[name] = InputTensor(name, datatype, shape, _json_data(data, datatype, name, count))
     return True
@@ -322,20 +448,15 @@ def _params_of(item: Any) -> dict[str, Any]:
     return {}
 
 
-def _binary_size(item: Any) -> int | None:
-    params = _params_of(item)
-    if "binary_data_size" not in params:
-        return None
-    return _uint(params["binary_data_size"], "binary_data_size")
-
-
 def _parse_input(
     item: Any,
     req: InferRequest,
     model: ModelVersion,
     shm: SharedMemoryRegistry,
     view: memoryview,
-) -> None:
+) -> tuple[InputTensor, int | None, int]:
+    """Add the input ``item`` describes to ``req``: (its tensor, its binary data size if
+    it has binary data, how many members it and its parameters have)."""
     params = _params_of(item)
     present = []
     if isinstance(item, dict) and "data" in item:
@@ -355,10 +476,14 @@ def _parse_input(
     shape_json = _member(item, "shape")
     if not isinstance(shape_json, list):
         raise _err500(f"Unable to parse 'shape': {_NOT_ARRAY}")
+    # Triton keeps dims as int64: one over 2**63 - 1 wraps to a negative dim
     shape = [_uint(d, "shape") for d in shape_json]
+    if shape and max(shape) > _I64_MAX:
+        shape = [d - 2**64 if d > _I64_MAX else d for d in shape]
     if name in req.inputs:
         raise CoreError(f"{req.log_prefix()}input '{name}' already exists in request")
-    tensor = InputTensor(name, datatype, shape)
+    # (an unknown datatype passes when no JSON data is read; admission names it '<invalid>')
+    tensor = InputTensor(name, datatype if datatype in _KNOWN_TYPES else "<invalid>", shape)
     source = present[0]
     if source == "shared_memory_region":
         region_name = params["shared_memory_region"]
@@ -374,14 +499,23 @@ def _parse_input(
         tensor.raw = part.read()
         req.regions.append(part.region)
     elif source == "binary_data_size":
-        _uint(params["binary_data_size"], "binary_data_size")
+        size = _uint(params["binary_data_size"], "binary_data_size")
+        req.inputs[name] = tensor
+        return tensor, size, len(item) + len(params)
     else:
-        count = 1
-        for d in shape:
-            count *= d
-        if count == 0:
+        # Triton reads shared-memory offset and size here too (and then ignores them)
+        for key in ("shared_memory_offset", "shared_memory_byte_size"):
+            if key in params:
+                _uint(params[key], key)
+        count = _element_count(shape)
+        if count == 0:  # Triton reads no data at all
             dtype = TRITON_TO_NUMPY.get(datatype, np.dtype(np.uint8))
-            tensor.array = np.empty(shape, dtype=dtype)
+            # (the int64 count may wrap to 0 with huge dims: no such array; the shape is
+            # refused at admission)
+            empty = 0 in shape and max(shape) <= _I64_MAX and min(shape) >= 0
+            tensor.array = np.empty(shape if empty else 0, dtype=dtype)
+        elif not isinstance(item["data"], list):
+            raise _err500(f"Unable to parse 'data': {_NOT_ARRAY}")
         elif datatype in ("FP16", "BF16"):
             raise CoreError(
                 f"receiving {datatype} data via JSON is not supported. Please use the binary "
@@ -392,30 +526,55 @@ def _parse_input(
         else:
             tensor.array = _json_data(item["data"], datatype, name, count)
     req.inputs[name] = tensor
+    return tensor, None, len(item) + len(params)
+
+
+def _element_count(shape: list[int]) -> int:
+    """Triton's element count of a shape: int64 arithmetic (wrapping), 0 for ``[]``, -1
+    with a -1 dim."""
+    if not shape:
+        return 0
+    if -1 in shape:
+        return -1
+    count = 1
+    for d in shape:
+        count *= d
+    if count > _I64_MAX or count < _I64_MIN:
+        count = (count + 2**63) % 2**64 - 2**63
+    return count
 
 
 def _parse_output(item: Any, shm: SharedMemoryRegistry, req: InferRequest) -> OutputSpec:
-    name = _string(item, "name")
-    spec = OutputSpec(name)
     params = _params_of(item)
-    if "binary_data" in params:
-        value = params["binary_data"]
-        if not isinstance(value, bool):
-            raise _err500(f"Unable to parse 'binary_data': {_NOT_BOOL}")
-        spec.binary = value
-    if "classification" in params:
-        value = params["classification"]
-        if not _is_uint(value):
-            raise _err500(f"Unable to set 'classification': {_NOT_UINT}")
-        spec.classification = int(value)
-    if "shared_memory_region" in params:
+    into_shm = "shared_memory_region" in params
+    binary: bool | None = None
+    if into_shm:
+        # into shared memory: neither classification (whatever its value) nor binary data;
+        # Triton checks these before the output's name
+        if "classification" in params:
+            raise CoreError("Output can't set both 'shared_memory_region' and 'classification'")
+        if "binary_data" in params:
+            binary = params["binary_data"]
+            if not isinstance(binary, bool):
+                raise _err500(f"Unable to set 'binary_data': {_NOT_BOOL}")
+            if binary:
+                raise CoreError("Output can't set both 'shared_memory_region' and 'binary_data'")
+    spec = OutputSpec(_string(item, "name"), binary)
+    if not into_shm:
+        if "classification" in params:
+            value = params["classification"]
+            if not _is_uint(value):
+                raise _err500(f"Unable to set 'classification': {_NOT_UINT}")
+            spec.classification = int(value)
+        if "binary_data" in params:
+            value = params["binary_data"]
+            if not isinstance(value, bool):
+                raise _err500(f"Unable to parse 'binary_data': {_NOT_BOOL}")
+            spec.binary = value
+    else:
         region_name = params["shared_memory_region"]
         if not isinstance(region_name, str):
             raise _err500(f"Unable to parse 'shared_memory_region': {_NOT_STR}")
-        if spec.classification:
-            raise CoreError("Output can't set both 'shared_memory_region' and 'classification'")
-        if spec.binary:
-            raise CoreError("Output can't set both 'shared_memory_region' and 'binary_data'")
         offset = _uint(params.get("shared_memory_offset", 0), "shared_memory_offset")
         size = _uint(params.get("shared_memory_byte_size", 0), "shared_memory_byte_size")
         region_name = region_name.partition("\0")[0]  # --- shm: Triton reads a C string
