@@ -77,27 +77,36 @@ class InferenceServerException(Exception):
     def __init__(
         self,
         msg: str | None = None,
-        status: str | int | None = None,
+        status: str | None = None,
         debug_details: str | None = None,
     ) -> None:
-        # tritonclient leaves ``args`` empty; we keep the message there so that
-        # repr(), logging and pickling are useful.
-        super().__init__(*(() if msg is None else (msg,)))
+        # tritonclient does not call Exception.__init__, so ``args`` are the positional
+        # arguments (what str() shows for a None message). We keep a message in ``args``
+        # so that repr(), logging and pickling are useful.
+        if msg is not None:
+            super().__init__(msg)
         self._msg = msg
-        self._status = None if status is None else str(status)
+        self._status = status
         self._debug_details = debug_details
 
     def __str__(self) -> str:
+        # Same text as tritonclient's; a message or status that is not a str is
+        # converted (tritonclient's str() raised TypeError for those).
         text = super().__str__() if self._msg is None else self._msg
+        if type(text) is not str:
+            text = str(text)
         if self._status is not None:
-            text = "[" + self._status + "] " + text
+            text = f"[{self._status}] {text}"
         return text
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._msg!r}, status={self._status!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self._msg, self._status, self._debug_details))
+        return (
+            _rebuild,
+            (type(self), self._msg, self._status, self._debug_details, self.args),
+        )
 
     def message(self) -> str | None:
         """The error message."""
@@ -113,10 +122,15 @@ class InferenceServerException(Exception):
 
 
 def _rebuild(
-    cls: type[InferenceServerException], msg: str | None, status: str | None, debug: str | None
+    cls: type[InferenceServerException],
+    msg: str | None,
+    status: str | None,
+    debug: str | None,
+    args: tuple[Any, ...] = (),
 ) -> InferenceServerException:
     exc = cls.__new__(cls)
     InferenceServerException.__init__(exc, msg, status, debug)
+    exc.args = args
     return exc
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ._errors import InferenceServerException, raise_error
 from ._protocol import ParsedInferResponse, parse_infer_response
+from .utils import _walk_bytes_tensor
 from .utils._bytes import BytesFramingError, serialize_bytes_array, unpack_array
 from .utils._dtypes import TRITON_TO_NUMPY, triton_dtype_of, triton_to_np_dtype
 
@@ -35,10 +36,11 @@ def _raw_view(array: np.ndarray[Any, Any]) -> memoryview:
     return array.reshape(-1).view(np.uint8).data
 
 
-def _json_strings(array: np.ndarray[Any, Any]) -> list[str]:
+def _json_strings(array: np.ndarray[Any, Any], out: list[str]) -> None:
+    """Append the elements of a BYTES array as str to ``out``; on a failure, ``out``
+    keeps the elements before it (as tritonclient's list does)."""
     items: list[Any] = array.ravel().tolist()
     if array.dtype == np.object_:
-        out = []
         for x in items:
             if type(x) is bytes:
                 try:
@@ -50,16 +52,29 @@ def _json_strings(array: np.ndarray[Any, Any]) -> list[str]:
                     )
             else:
                 out.append(str(x))
-        return out
+        return
     try:
-        return [x.decode("utf-8") for x in items]
+        out.extend([x.decode("utf-8") for x in items])
     except UnicodeDecodeError:
-        bad = next(x for x in items if not _decodes(x))
-        raise_error(
-            f'Failed to encode "{bad!r}" using UTF-8. Please use binary_data=True, '
-            "if you want to pass a byte array."
-        )
-    raise AssertionError("unreachable")
+        for x in items:
+            if not _decodes(x):
+                raise_error(
+                    f'Failed to encode "{x!r}" using UTF-8. Please use binary_data=True, '
+                    "if you want to pass a byte array."
+                )
+            out.append(x.decode("utf-8"))
+
+
+def _shape_differs(shape: Any, got: tuple[int, ...]) -> bool:
+    """Whether ``shape`` does not match the array's shape, compared as tritonclient
+    does (length first, then every dimension with ``!=``), errors included."""
+    if len(shape) != len(got):
+        return True
+    differs = False
+    for i in range(len(shape)):
+        if shape[i] != got[i]:
+            differs = True
+    return differs
 
 
 def _decodes(x: bytes) -> bool:
@@ -130,7 +145,10 @@ class InferInput:
             raise_error(message)
         shape = self._shape
         got = input_tensor.shape
-        if (shape if type(shape) is tuple else tuple(shape)) != got:
+        kind = type(shape)
+        if not (
+            (kind is list and tuple(shape) == got) or (kind is tuple and shape == got)
+        ) and _shape_differs(shape, got):
             raise_error(
                 f"got unexpected numpy array shape [{str(got)[1:-1]}], "
                 f"expected [{str(shape)[1:-1]}]"
@@ -146,17 +164,25 @@ class InferInput:
                     "BF16 inputs must be sent as binary data over HTTP. Please set binary_data=True"
                 )
             if dtype == "BYTES":
-                self._data = [] if input_tensor.size == 0 else _json_strings(input_tensor)
-            else:
+                self._data = []  # a failed conversion leaves what came before, as there
+                if input_tensor.size:
+                    _json_strings(input_tensor, self._data)
+            elif type(input_tensor) is np.ndarray:
                 self._data = input_tensor.ravel().tolist()
+            else:  # a subclass (e.g. masked): its own element access, as tritonclient
+                self._data = [x.item() for x in input_tensor.flatten()]
         else:
             self._data = None
             if dtype == "BYTES":
                 raw: bytes | memoryview = (
                     serialize_bytes_array(input_tensor) if input_tensor.size else b""
                 )
-            else:
+            elif type(input_tensor) is np.ndarray and dtype is not None:
                 raw = _raw_view(input_tensor)
+            elif dtype is not None and not isinstance(input_tensor, np.ma.MaskedArray):
+                raw = _raw_view(np.asarray(input_tensor))  # a subclass: still no copy
+            else:  # masked values filled (as tritonclient sent them), or an unknown dtype
+                raw = input_tensor.tobytes()
             self._raw_data = raw
             params["binary_data_size"] = raw.nbytes if isinstance(raw, memoryview) else len(raw)
         return self
@@ -331,10 +357,10 @@ class InferResult:
                 if datatype == "BYTES":
                     try:
                         array = unpack_array(data)
-                    except BytesFramingError as e:
-                        raise InferenceServerException(
-                            msg=f"unable to deserialize BYTES output '{name}': {e}"
-                        ) from None
+                    except BytesFramingError:
+                        # an InferenceServerException that is also the struct.error
+                        # tritonclient raised, with its text
+                        array = _walk_bytes_tensor(data)
                 else:
                     dtype = TRITON_TO_NUMPY.get(datatype)
                     array = np.frombuffer(data, dtype=dtype if dtype is not None else None)

@@ -149,11 +149,11 @@ class ParsedInferResponse:
         self.offsets = offsets
 
 
-def _decompress(body: Buffer, content_encoding: str | None) -> Buffer:
+def _decompress(body: Buffer | str, content_encoding: str | None) -> Buffer | str:
     if content_encoding == "gzip":
-        return bytearray(gzip.decompress(body))
+        return bytearray(gzip.decompress(body))  # type: ignore[arg-type]  # str: TypeError
     if content_encoding == "deflate":
-        return bytearray(zlib.decompress(body))
+        return bytearray(zlib.decompress(body))  # type: ignore[arg-type]
     return body
 
 
@@ -168,14 +168,16 @@ def parse_infer_response(
     ``header_length`` is the ``Inference-Header-Content-Length`` value (None for a
     JSON-only response); ``gzip``/``deflate`` bodies are decompressed first, other
     encodings are ignored. Binary outputs are not copied: ``buffer`` is a view of the
-    body after the JSON header (writable when the body is).
+    body after the JSON header (writable when the body is). Unlike tritonclient, a
+    ``memoryview`` body is accepted.
     """
-    if not isinstance(body, str):
-        body = _decompress(body, content_encoding)
+    given = body
+    body = _decompress(body, content_encoding)
     if header_length is None:
         content: Any = bytes(body) if isinstance(body, memoryview) else body
         if verbose:
-            print(content)
+            # what tritonclient printed: the body as given, bytes when decompressed
+            print(bytes(content) if body is not given else content)
         try:
             result = loads(content)
         except UnicodeDecodeError as e:
@@ -185,15 +187,25 @@ def parse_infer_response(
             ) from None
         return ParsedInferResponse(result, None, {})
     length = int(header_length)
-    if isinstance(body, str):
-        header: Any = body[:length]
-        rest: Any = body[length:]
+    header: Any
+    rest: Any
+    if length == -1:  # tritonclient reads it as "all": the whole body is both
+        header = rest = body if isinstance(body, str) else memoryview(body)
+        if not isinstance(body, str):
+            header = bytes(header)
+    elif isinstance(body, str):
+        header = body[:length]
+        rest = body[length:]
     else:
         view = memoryview(body)
         header = bytes(view[:length])
         rest = view[length:]
     if verbose:
-        print(header)
+        # what tritonclient printed: a slice of the body as given, bytes when decompressed
+        if body is given and type(given) is not memoryview:
+            print(given if length == -1 else given[:length])
+        else:
+            print(header)
     result = loads(header)
     offsets: dict[str, int] = {}
     position = 0
@@ -203,5 +215,5 @@ def parse_infer_response(
             size = params.get("binary_data_size")
             if size is not None:
                 offsets[output["name"]] = position
-                position += size
+                position = position + size  # (the TypeError text of tritonclient's)
     return ParsedInferResponse(result, rest, offsets)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit
 
-from .._errors import InferenceServerException
+from .._errors import InferenceServerException, _InvalidArgument
 
 __all__ = ["ServerAddress", "parse_server_url", "query_string", "quote_name", "request_target"]
 
@@ -39,24 +39,25 @@ def parse_server_url(url: str, ssl: bool) -> ServerAddress:
     """Parse tritonclient's scheme-less ``host[:port][/base]`` form.
 
     Raises ``InferenceServerException`` when the URL carries a scheme (as tritonclient
-    does) or has no host / an invalid port.
+    does); one that is also a ``ValueError`` for an invalid port (tritonclient's
+    ``ValueError`` text), no host or blanks in the path; what tritonclient raised for a
+    ``url`` that is not a ``str`` (``AttributeError``/``TypeError`` of ``startswith``).
     """
-    if not isinstance(url, str):
-        raise InferenceServerException(msg=f"url must be a string, got {type(url).__name__}")
-    if url.startswith(("http://", "https://")):
+    # two calls, as tritonclient: the same error for a url that is not a str
+    if url.startswith("http://") or url.startswith("https://"):  # noqa: PIE810
         raise InferenceServerException(msg="url should not include the scheme")
     scheme = "https" if ssl else "http"
     try:
         parts = urlsplit(f"{scheme}://{url}")
         port = parts.port
     except ValueError as e:
-        raise InferenceServerException(msg=f"invalid url {url!r}: {e}") from None
+        raise _InvalidArgument(msg=str(e)) from None
     host = parts.hostname
     if not host:
-        raise InferenceServerException(msg=f"invalid url {url!r}: no host")
+        raise _InvalidArgument(msg=f"invalid url {url!r}: no host")
     base = parts.path + (f"?{parts.query}" if parts.query else "")
     if any(c <= " " or c == "\x7f" for c in base):
-        raise InferenceServerException(msg=f"invalid url {url!r}: the path has blanks")
+        raise _InvalidArgument(msg=f"invalid url {url!r}: the path has blanks")
     return ServerAddress(
         scheme=scheme,
         host=host,

@@ -6,7 +6,7 @@ vectorized (no per-element Python loop on the hot path).
 
 from __future__ import annotations
 
-import struct  # noqa: F401  (tritonclient.utils exposes it; kept for drop-in attribute access)
+import struct  # (tritonclient.utils exposes it too)
 from typing import Any as _Any
 
 import ml_dtypes  # noqa: F401  (BF16 arrays are ml_dtypes.bfloat16, as in tritonclient 2.73.0)
@@ -16,8 +16,11 @@ from .._errors import InferenceServerException, raise_error
 from ._bytes import BytesFramingError as _BytesFramingError
 from ._bytes import element_list as _element_list
 from ._bytes import pack_items as _pack_items
+from ._bytes import to_object_array as _to_object_array
 from ._bytes import unpack_array as _unpack_array
 from ._dtypes import np_to_triton_dtype, triton_to_np_dtype
+
+_U32 = struct.Struct("<I")
 
 __all__ = [
     "TRITON_RESERVED_REQUEST_PARAMS",
@@ -62,17 +65,54 @@ def serialize_byte_tensor(input_tensor: np.ndarray[_Any, _Any]) -> np.ndarray[_A
     return out
 
 
+class _MalformedBytesTensor(InferenceServerException, struct.error):
+    """A truncated BYTES buffer: the ``struct.error`` tritonclient raised (same text),
+    and an ``InferenceServerException``."""
+
+
 def deserialize_bytes_tensor(
     encoded_tensor: bytes | bytearray | memoryview,
 ) -> np.ndarray[_Any, _Any]:
     """Parse Triton's BYTES wire format into a 1-D object array of ``bytes``.
 
-    Raises ``InferenceServerException`` when the buffer is truncated.
+    Accepts what tritonclient accepts (anything with ``len()`` that ``struct`` can read,
+    ``len()`` counting the items) with the same results and errors: a truncated buffer
+    raises an exception that is both a ``struct.error`` with tritonclient's message and
+    an ``InferenceServerException``.
     """
+    kind = type(encoded_tensor)
+    if (
+        kind is bytes
+        or kind is bytearray
+        or (
+            kind is memoryview
+            and encoded_tensor.ndim == 1  # type: ignore[union-attr]
+            and encoded_tensor.itemsize == 1  # type: ignore[union-attr]
+            and encoded_tensor.c_contiguous  # type: ignore[union-attr]
+        )
+    ):
+        try:
+            return _unpack_array(encoded_tensor)
+        except _BytesFramingError:
+            pass  # the walk below raises the error tritonclient raises
+    return _walk_bytes_tensor(encoded_tensor)
+
+
+def _walk_bytes_tensor(encoded_tensor: _Any) -> np.ndarray[_Any, _Any]:
+    """Element by element with ``struct``, for the buffers the fast path does not take."""
+    end = len(encoded_tensor)
+    items: list[bytes] = []
+    offset = 0
     try:
-        return _unpack_array(encoded_tensor)
-    except _BytesFramingError as e:
-        raise InferenceServerException(msg=f"unable to deserialize bytes tensor: {e}") from None
+        while offset < end:
+            (length,) = _U32.unpack_from(encoded_tensor, offset)
+            offset += 4
+            (item,) = struct.unpack_from(f"<{length}s", encoded_tensor, offset)
+            offset += length
+            items.append(item)
+    except struct.error as e:
+        raise _MalformedBytesTensor(msg=str(e)) from None
+    return _to_object_array(items)
 
 
 def serialized_byte_size(tensor_value: np.ndarray[_Any, _Any]) -> int:

@@ -33,7 +33,8 @@ ELEMENT_SIZE: dict[str, int] = {k: v.itemsize for k, v in TRITON_TO_NUMPY.items(
 # numpy dtype -> Triton name, for the exact dtypes numpy hands out (native byte order).
 _NUMPY_TO_TRITON: dict[np.dtype[Any], str] = {v: k for k, v in TRITON_TO_NUMPY.items()}
 
-# What tritonclient.utils.triton_to_np_dtype returns (types, not dtypes; BOOL is builtin bool).
+# What tritonclient.utils.triton_to_np_dtype returns (types, not dtypes; BOOL is builtin bool),
+# in the order it compares the names.
 _TRITON_TO_NP_TYPE: dict[str, Any] = {
     "BOOL": bool,
     "INT8": np.int8,
@@ -46,10 +47,40 @@ _TRITON_TO_NP_TYPE: dict[str, Any] = {
     "UINT64": np.uint64,
     "FP16": np.float16,
     "FP32": np.float32,
+    "BF16": ml_dtypes.bfloat16,  # before FP64: the order tritonclient compares in
     "FP64": np.float64,
-    "BF16": ml_dtypes.bfloat16,
     "BYTES": np.object_,
 }
+
+
+# The order in which tritonclient tries the candidates (it matters for objects whose
+# ``==`` is loose); then an object whose ``.type`` is ``np.bytes_`` is BYTES.
+_CANDIDATES: tuple[tuple[Any, str], ...] = (
+    (bool, "BOOL"),
+    (np.int8, "INT8"),
+    (np.int16, "INT16"),
+    (np.int32, "INT32"),
+    (np.int64, "INT64"),
+    (np.uint8, "UINT8"),
+    (np.uint16, "UINT16"),
+    (np.uint32, "UINT32"),
+    (np.uint64, "UINT64"),
+    (np.float16, "FP16"),
+    (np.float32, "FP32"),
+    (ml_dtypes.bfloat16, "BF16"),
+    (np.float64, "FP64"),
+    (np.object_, "BYTES"),
+)
+
+
+def _compare_in_turn(np_dtype: Any) -> str | None:
+    for candidate, name in _CANDIDATES:
+        if np_dtype == candidate:
+            return name
+    # Like tritonclient, anything else must have a ``.type`` (AttributeError otherwise).
+    if np_dtype.type == np.bytes_:
+        return "BYTES"
+    return None
 
 
 def triton_dtype_of(dtype: np.dtype[Any]) -> str | None:
@@ -59,24 +90,27 @@ def triton_dtype_of(dtype: np.dtype[Any]) -> str | None:
         return name
     if dtype.kind == "S":
         return "BYTES"
-    return None
+    return _compare_in_turn(dtype)
 
 
 def np_to_triton_dtype(np_dtype: Any) -> str | None:
-    """The Triton datatype name for a numpy dtype (or type), or None if unsupported.
+    """The Triton datatype name for a numpy dtype (or scalar type), or None if unsupported.
 
-    Accepts what tritonclient's function accepts: ``np.dtype`` objects and the scalar
-    types (``np.float32``, builtin ``bool``/``object``), plus ``S<n>`` dtypes as BYTES.
+    Same results as tritonclient's function for every argument, including its errors:
+    a ``numpy.dtype`` or one of the scalar types of the table (``np.float32``, builtin
+    ``bool``, ...); other objects must compare equal to one of them or have a ``.type``
+    attribute (so ``np.bool_`` or ``"float32"`` raise ``AttributeError``, as there).
     """
-    try:
-        dtype = np.dtype(np_dtype)
-    except TypeError:
-        return None
-    if np_dtype is str or dtype.kind == "U":
-        return None
-    return triton_dtype_of(dtype)
+    if isinstance(np_dtype, np.dtype):
+        return triton_dtype_of(np_dtype)
+    return _compare_in_turn(np_dtype)
 
 
 def triton_to_np_dtype(dtype: str) -> Any:
     """The numpy type for a Triton datatype name (case-sensitive), or None."""
-    return _TRITON_TO_NP_TYPE.get(dtype)
+    if type(dtype) is str:
+        return _TRITON_TO_NP_TYPE.get(dtype)
+    for name, np_type in _TRITON_TO_NP_TYPE.items():  # tritonclient compares in turn
+        if dtype == name:
+            return np_type
+    return None
