@@ -51,6 +51,8 @@ class ModelEntry:
     #: a load got past polling (the model then counts as known even with no version)
     attempted: bool = False
     model_dir: Path | None = None
+    #: the configuration of the last load (normalized, before the backend completes it)
+    base_config: ModelConfig | None = None
 
     def ready_versions(self) -> list[ModelVersion]:
         return [v for _, v in sorted(self.versions.items()) if v.ready]
@@ -274,12 +276,14 @@ class Repository:
                 if (
                     override is None
                     and entry is not None
-                    and entry.versions
-                    and all(v.ready for v in entry.versions.values())
+                    and not entry.failed
+                    and any(v.ready for v in entry.versions.values())
                     and entry.model_dir == model_dir
                     and entry.signature == _dir_signature(model_dir)
                 ):
-                    return  # unchanged on disk: Triton keeps what is loaded (even overrides)
+                    # unchanged on disk: Triton keeps what is loaded (even overrides, and
+                    # versions an override's version policy left unloaded)
+                    return
             await self.load_dir(name, model_dir, override, temp_dir)
         except PollError as e:
             if temp_dir is not None:
@@ -324,9 +328,18 @@ class Repository:
                     f"load failed for model '{name}': at least one version must be available "
                     f"under the version policy of model '{name}'\n"
                 )
-            loaded = await asyncio.gather(
-                *(self._load_version(name, v, model_dir, cfg) for v in versions)
+            # An override that differs from the loaded configuration in its version policy
+            # only: Triton keeps the versions that stay (with their configuration) and
+            # loads or unloads the others.
+            kept: dict[int, ModelVersion] = {}
+            old_cfg = entry.base_config
+            if override is not None and old_cfg is not None and _same_but_policy(old_cfg, cfg):
+                kept = {v: mv for v, mv in entry.versions.items() if mv.ready and v in versions}
+            fresh = await asyncio.gather(
+                *(self._load_version(name, v, model_dir, cfg) for v in versions if v not in kept)
             )
+            loaded = sorted([*kept.values(), *fresh], key=lambda mv: mv.version)
+            entry.base_config = cfg
             failures = [mv for mv in loaded if not mv.ready]
             old = dict(entry.versions)
             new_versions: dict[int, ModelVersion] = {}
@@ -352,7 +365,8 @@ class Repository:
                 entry.temp_dir = temp_dir
             entry.signature = _dir_signature(model_dir)
             entry.model_dir = model_dir
-            entry.failed = bool(failures)
+            # (the server stays ready when a failed reload left the old version serving)
+            entry.failed = any(entry.versions.get(mv.version) is mv for mv in failures)
             if failures:
                 text = "".join(
                     f"version {mv.version} is at UNAVAILABLE state: {mv.reason};\n"
@@ -542,6 +556,15 @@ async def _warm_up(mv: ModelVersion, cfg: ModelConfig, model_dir: Path) -> None:
                     raise CoreError(
                         f"failed to run warmup sample '{sample.name}': {response.error.message}"
                     )
+
+
+def _same_but_policy(a: ModelConfig, b: ModelConfig) -> bool:
+    a2, b2 = ModelConfig(), ModelConfig()
+    a2.CopyFrom(a)
+    b2.CopyFrom(b)
+    a2.ClearField("version_policy")
+    b2.ClearField("version_policy")
+    return bool(a2 == b2)
 
 
 def parse_version(text: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ _JSON_NOT_UINT = "attempt to access JSON non-unsigned-integer as unsigned-intege
 _JSON_NOT_STR = "attempt to access JSON non-string as string"
 _JSON_NOT_ARRAY = "attempt to access JSON non-array as array"
 
+_LEADING_INT = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
 _TRACE_KEYS = ("trace_level", "trace_rate", "trace_count", "log_frequency", "trace_file")
 
 
@@ -60,7 +62,7 @@ class TraceSettings:
 
     def update(self, body: Any, model: str | None = None) -> None:
         if not isinstance(body, dict):
-            raise CoreError("attempt to get members for non-object", Code.INTERNAL)
+            body = {}  # Triton looks up each key and finds none in a non-object
         if "trace_file" in body:
             raise CoreError(
                 "trace file location can not be updated through network protocol",
@@ -97,10 +99,13 @@ class TraceSettings:
                 continue
             if not isinstance(value, str):
                 raise CoreError(_JSON_NOT_STR, Code.INTERNAL)
-            try:
-                number = int(value.strip())
-            except ValueError:
-                raise CoreError(f"Unable to parse '{key}', got: {value}") from None
+            value = value.partition("\0")[0]  # (read as a C string)
+            # Triton reads the text with strtol-like functions: leading white space, a
+            # sign, digits; what follows the digits is ignored ("5x" is 5, "1e3" is 1)
+            m = _LEADING_INT.match(value)
+            if m is None:
+                raise CoreError(f"Unable to parse '{key}', got: {value}")
+            number = int(m.group(1))
             if key == "trace_count":
                 if number < -1:
                     raise CoreError(
@@ -189,7 +194,10 @@ class LogSettings:
             if value is not None:
                 if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
                     raise CoreError(_JSON_NOT_UINT, Code.INTERNAL)
-                self.log_verbose_level = value
+                # Triton keeps the level as a 32-bit int: the low 32 bits count, and a
+                # level that is then negative is 0
+                value %= 2**32
+                self.log_verbose_level = value if value < 2**31 else 0
             value = body.get("log_format")
             if value is not None:
                 if not isinstance(value, str):

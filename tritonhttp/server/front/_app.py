@@ -20,7 +20,7 @@ from ..core._errors import BackendError, Code, CoreError
 from ..core._model import ModelVersion
 from ..core._repository import parse_version
 from ..core._types import InferRequest, InferResponse
-from ._generate import handle_generate
+from ._generate import handle_generate, parse_body
 from ._http import (
     JSON,
     TEXT,
@@ -28,7 +28,6 @@ from ._http import (
     Scope,
     Send,
     error_body,
-    parse_json,
     read_body,
     response_headers,
     send_error,
@@ -414,6 +413,12 @@ class HttpFrontend:
         self, scope: Scope, receive: Receive, send: Send, name: str, version: str
     ) -> None:
         try:
+            if version:  # (a version that does not parse: its own message)
+                parse_version(version)
+        except CoreError as e:
+            await send_response(send, 400, error_body(e.message), TEXT, length_first=True)
+            return
+        try:
             ready = self.core.repository.is_ready(name, version)
             if ready:  # the model's own is_ready(), where it has one
                 ready = await instances_ready(self.core.repository.get(name, version))
@@ -437,11 +442,15 @@ class HttpFrontend:
     async def _model_metadata(
         self, scope: Scope, receive: Receive, send: Send, name: str, version: str
     ) -> None:
+        if version:  # (parsed before the model is looked up)
+            parse_version(version)
         await send_response(send, 200, self.core.repository.metadata_json(name, version))
 
     async def _model_config(
         self, scope: Scope, receive: Receive, send: Send, name: str, version: str
     ) -> None:
+        if version:
+            parse_version(version)
         mv = self.core.repository.get(name, version)
         await send_response(send, 200, mv.config_json)
 
@@ -454,12 +463,12 @@ class HttpFrontend:
         if name is None:
             versions = repo.loaded_versions()
         else:
+            v = parse_version(version) if version else None
             entry = repo.models.get(name)
             ready = entry.ready_versions() if entry is not None else []
             if not ready:
                 raise CoreError(f"requested model '{name}' is not available")
-            if version:
-                v = parse_version(version)
+            if v is not None:
                 ready = [mv for mv in ready if mv.version == v]
                 if not ready:
                     raise CoreError(f"requested model version is not available for model '{name}'")
@@ -479,14 +488,14 @@ class HttpFrontend:
             raise CoreError(f"Request for unknown model : {name}")
         if scope["method"] == "POST":
             body = await read_body(receive)
-            trace.update(parse_json(body), name)
+            trace.update(parse_body(body), name)
         await send_response(send, 200, _json.dumps(trace.view(name)))
 
     async def _logging(self, scope: Scope, receive: Receive, send: Send, _a: Any, _b: str) -> None:
         settings = self.core.log
         if scope["method"] == "POST":
             body = await read_body(receive)
-            settings.update(parse_json(body))
+            settings.update(parse_body(body))
         await send_response(send, 200, _json.dumps(settings.view()))
 
     # ------------------------------------------------------------------ repository
@@ -505,7 +514,7 @@ class HttpFrontend:
         if action == "index":
             ready = False
             if body:
-                doc = parse_json(body)
+                doc = parse_body(body)
                 if isinstance(doc, dict) and "ready" in doc:
                     if not isinstance(doc["ready"], bool):
                         raise CoreError(
@@ -526,7 +535,7 @@ class HttpFrontend:
             dependents = False
             if body:
                 try:
-                    doc = parse_json(body)
+                    doc = parse_body(body)
                     params = doc.get("parameters") if isinstance(doc, dict) else None
                     if isinstance(params, dict) and isinstance(
                         params.get("unload_dependents"), bool
@@ -540,7 +549,7 @@ class HttpFrontend:
         config: str | None = None
         files: dict[str, str] = {}
         if body:
-            doc = parse_json(body)
+            doc = parse_body(body)
             params = doc.get("parameters") if isinstance(doc, dict) else None
             if isinstance(doc, dict) and "parameters" in doc:
                 if not isinstance(params, dict):
@@ -577,7 +586,7 @@ class HttpFrontend:
             return
         if region is None:
             raise CoreError("'region name' is necessary to register system shared memory region")
-        doc = parse_json(await read_body(receive))
+        doc = parse_body(await read_body(receive))
         if not isinstance(doc, dict) or "key" not in doc:
             raise CoreError("Shared memory register request has no 'key' field")
         key = doc["key"]
@@ -613,7 +622,7 @@ class HttpFrontend:
             return
         if region is None:
             raise CoreError("'region name' is necessary to register cuda shared memory region")
-        doc = parse_json(await read_body(receive))
+        doc = parse_body(await read_body(receive))
         if not isinstance(doc, dict) or "raw_handle" not in doc:
             raise CoreError("Shared memory register request has no 'raw_handle' field")
         handle = doc["raw_handle"]
@@ -621,8 +630,8 @@ class HttpFrontend:
             raise CoreError("attempt to access non-existing object member 'b64'", Code.INTERNAL)
         if not isinstance(handle["b64"], str):
             raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
-        values = []
-        for key in ("device_id", "byte_size"):
+        values = {}
+        for key in ("byte_size", "device_id"):  # (in Triton's order)
             if key not in doc:
                 raise CoreError(
                     f"attempt to access non-existing object member '{key}'", Code.INTERNAL
@@ -632,13 +641,13 @@ class HttpFrontend:
                 raise CoreError(
                     "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
                 )
-            values.append(value)
+            values[key] = value
         try:
             raw = base64.b64decode(handle["b64"], validate=True)
         except (binascii.Error, ValueError):
             raw = b""
         # Without cuda-python or a GPU the handle cannot be opened: Triton's CPU-only answer.
-        shm.register_cuda(region, raw, values[0], values[1])
+        shm.register_cuda(region, raw, values["device_id"], values["byte_size"])
         await send_response(send, 200, b"")
 
     # ------------------------------------------------------------------ inference

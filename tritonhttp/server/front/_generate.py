@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from typing import Any
+
+import rapidjson
 
 from .. import _json
 from .._answer import json_values
@@ -17,7 +20,76 @@ from ..core._types import InferRequest, InferResponse, InputTensor, OutputTensor
 from ._http import Receive, Scope, Send, error_body, parse_json, read_body, send_error
 from ._infer import _json_data
 
-__all__ = ["handle_generate"]
+__all__ = ["handle_generate", "parse_body"]
+
+_PARSE_ERROR = "failed to parse the request JSON buffer: "
+_AT_OFFSET = re.compile(r" at ([0-9]+)$")
+
+
+class _Members(dict[str, Any]):
+    """An object's first value of each member, and every member name as written."""
+
+    names: list[str]
+
+
+class _KeepNames(rapidjson.Decoder):
+    def start_object(self) -> list[tuple[str, Any]]:
+        return []
+
+    def end_object(self, pairs: list[tuple[str, Any]]) -> _Members:
+        obj = _Members()
+        for key, value in pairs:
+            obj.setdefault(key, value)
+        obj.names = [key for key, _ in pairs]
+        return obj
+
+
+_KEEP_NAMES = _KeepNames(number_mode=rapidjson.NM_NAN | rapidjson.NM_NATIVE)
+
+
+def _names(obj: dict[str, Any]) -> list[str]:
+    """``obj``'s member names, a repeated one as often as written (each lookup of it finds
+    its first value: Triton's generate walks the names and looks each up)."""
+    return obj.names if isinstance(obj, _Members) else list(obj)
+
+
+def _parse_keeping_names(body: bytes | bytearray | memoryview) -> Any:
+    """:func:`parse_body`, objects as :class:`_Members` where Python's parser can read the
+    text (invalid UTF-8 in strings: plain objects, repeated names seen once)."""
+    doc = parse_body(body)
+    if isinstance(doc, dict):
+        raw = bytes(body)[_bom_length(body) :].partition(b"\0")[0]
+        with contextlib.suppress(ValueError, UnicodeDecodeError):
+            doc = _KEEP_NAMES(raw)
+    return doc
+
+
+def _bom_length(body: bytes | bytearray | memoryview) -> int:
+    raw = bytes(body[:3])
+    skip = 0
+    for mark in (0xEF, 0xBB, 0xBF):
+        if skip < len(raw) and raw[skip] == mark:
+            skip += 1
+    return skip
+
+
+def parse_body(body: bytes | bytearray | memoryview) -> Any:
+    """A JSON request body (not /infer's) read as Triton's RapidJSON stream reads it.
+
+    The stream skips a UTF-8 byte-order mark, each of its bytes (EF, BB, BF) only where
+    present in that order (a body of the bytes BB 7B reads as ``{``); a syntax error's
+    offset still counts from the body's first byte. Of an object's repeated member, the
+    first one counts (RapidJSON's lookups find it).
+    """
+    skip = _bom_length(body)
+    try:
+        return parse_json(body[skip:] if skip else body, first_wins=True)
+    except CoreError as e:
+        m = _AT_OFFSET.search(e.message) if skip else None
+        if m is None or not e.message.startswith(_PARSE_ERROR):
+            raise
+        at = int(m.group(1)) + skip
+        raise CoreError(e.message[: m.start()] + f" at {at}", e.code) from None
 
 
 def _derive_shape(dims: list[int], n: int, name: str) -> list[int]:
@@ -60,9 +132,9 @@ async def handle_generate(
             parse_version(version)
         model = core.repository.get(name, version)
         for k, v in scope["headers"]:
-            if k == b"content-encoding" and v not in (b"", b"identity"):
+            if k == b"content-encoding" and v != b"identity":
                 raise CoreError("Unsupported content-encoding, only 'identity' is supported.")
-        doc = parse_json(await read_body(receive))
+        doc = _parse_keeping_names(await read_body(receive))
         req = InferRequest(id="", inputs={})
         assert model.config is not None
         batch = [-1] if model.config.max_batch_size > 0 else []
@@ -71,18 +143,21 @@ async def handle_generate(
 
         wires = {i.name: wire_datatype(i.data_type) for i in model.config.input}
         if not isinstance(doc, dict):
-            raise CoreError(
-                "Expected JSON object for request body: attempt to access JSON "
-                "non-object as object",
-                Code.INTERNAL,
-            )
+            raise CoreError("attempt to get members for non-object", Code.INTERNAL)
+        if "id" in doc:  # the request id: the body's own "id" only, read as a C string
+            if not isinstance(doc["id"], str):
+                raise CoreError(
+                    "Unable to parse 'id': attempt to access JSON non-string as string",
+                    Code.INTERNAL,
+                )
+            req.id = doc["id"].partition("\0")[0]
 
         def put(key: str, value: Any, prefix: str) -> None:
             if key in dims:
                 if key in req.inputs:
                     raise CoreError(
-                        f"{prefix}[request id: <id_unknown>] input '{key}' already "
-                        "exists in request"
+                        f"{prefix}[request id: {req.id or '<id_unknown>'}] input '{key}' "
+                        "already exists in request"
                     )
                 values = value if isinstance(value, list) else [value]
                 shape = _derive_shape(dims[key], len(values), key)
@@ -95,7 +170,9 @@ async def handle_generate(
                 arr = _json_data(values, wire, key, len(values))
                 req.inputs[key] = InputTensor(key, wire, shape, array=arr.reshape(shape))
                 return
-            if isinstance(value, (bool, str, float)):
+            if isinstance(value, str):
+                req.parameters[key] = value.partition("\0")[0]  # (a C string)
+            elif isinstance(value, (bool, float)):
                 req.parameters[key] = value
             elif type(value) is int:
                 req.parameters[key] = value if -(2**63) <= value < 2**63 else float(value)
@@ -104,10 +181,9 @@ async def handle_generate(
                     f"{prefix}parameter '{key}' has invalid type. It should be either "
                     "'int', 'bool', or 'string'."
                 )
-            if key == "id" and isinstance(value, str):
-                req.id = value
 
-        for key, value in doc.items():
+        for key in _names(doc):
+            value = doc[key]
             if key == "parameters":
                 if "parameters" in dims:
                     raise CoreError(
@@ -119,8 +195,14 @@ async def handle_generate(
                         "access JSON non-object as object",
                         Code.INTERNAL,
                     )
-                for k2, v2 in value.items():
-                    put(k2, v2, "Converting keyword: 'parameters': ")
+                prefix = "Converting keyword: 'parameters': "
+                for k2 in _names(value):
+                    try:
+                        put(k2, value[k2], prefix)
+                    except CoreError as e:  # (every error here says where it is)
+                        if e.message.startswith(prefix):
+                            raise
+                        raise CoreError(prefix + e.message, e.code) from None
             else:
                 put(key, value, "")
         model.admit(req)
