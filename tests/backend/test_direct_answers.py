@@ -288,6 +288,55 @@ def test_many_connections_at_once(both: dict[str, _launch.BundledServer]) -> Non
         assert _until(lambda p=pid: len(_sockets_of(p)) < 20)
 
 
+def _stats(server: _launch.BundledServer) -> dict[str, Any]:
+    body = _exchange(server, b"GET /v2/models/echo/stats HTTP/1.1\r\nHost: x\r\n\r\n").partition(
+        b"\r\n\r\n"
+    )[2]
+    stats: dict[str, Any] = json.loads(body)["model_stats"][0]
+    return stats
+
+
+def test_requests_sent_ahead_to_busy_workers(both: dict[str, _launch.BundledServer]) -> None:
+    """Many clients at once on a quick model: busy workers are sent a request ahead
+    (the scheduler's ``takes_ahead``). Each client gets its own answer, and the
+    statistics count each request once, its wait behind another as queue time."""
+    server = both["process"]
+    before = _stats(server)
+    clients, rounds = 12, 40
+    failures: list[str] = []
+
+    def client(k: int) -> None:
+        with _connect(server) as sock:
+            for i in range(rounds):
+                value = float(k * 1000 + i)
+                sock.sendall(_request(_body(("F", [value]), id=f"c{k}-{i}")))
+                answer = json.loads(_read_answer(sock).partition(b"\r\n\r\n")[2])
+                if answer.get("id") != f"c{k}-{i}" or answer["outputs"][0]["data"] != [value]:
+                    failures.append(f"c{k}-{i}: {answer}")
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not failures, failures[:3]
+    n = clients * rounds
+    # (a worker answers the client before the server records the request)
+    assert _until(lambda: _stats(server)["inference_count"] - before["inference_count"] == n)
+    after = _stats(server)
+    assert after["execution_count"] - before["execution_count"] == n
+    stats = {
+        key: {
+            part: after["inference_stats"][key][part] - before["inference_stats"][key][part]
+            for part in ("count", "ns")
+        }
+        for key in ("success", "queue", "compute_input", "compute_infer", "compute_output")
+    }
+    assert all(stats[key]["count"] == n for key in stats)
+    parts = sum(stats[key]["ns"] for key in ("queue", "compute_input", "compute_infer"))
+    assert parts <= stats["success"]["ns"]
+
+
 # ----------------------------------------------------------------------------- the worker
 
 HEADS = (b"J %d\r\n\r\n", b"B %d %d\r\n\r\n")

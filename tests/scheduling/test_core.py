@@ -461,3 +461,61 @@ def test_cancelling_a_backlogged_sequence_request() -> None:
     answer, pending, batches = run(main)
     assert isinstance(answer, Refusal) and pending == 0
     assert batches == [["s1"]]
+
+
+def test_fifo_sends_one_request_ahead_to_busy_instances_that_take_it() -> None:
+    """An instance that ``takes_ahead`` (a worker process running a quick model) is sent
+    one more request while busy, but only when no instance is idle; the oldest busy
+    instance goes first; past that, requests queue. Everything is answered and the
+    instances come back idle with nothing left ahead."""
+
+    class Ahead(ScriptedInstance):
+        takes_ahead = True
+
+    async def main() -> tuple[Any, ...]:
+        mv, _ = make_model("max_batch_size: 0")
+        insts = [Ahead("m_0"), Ahead("m_1")]
+        scheduler: Any = mv.scheduler
+        scheduler.instances = insts
+        scheduler._idle.clear()
+        scheduler._idle.extend(insts)
+        hold = asyncio.Event()
+        for inst in insts:
+            inst.hold = hold
+        d = Driver(mv)
+        for rid in "abcde":
+            await d.send(request(rid, batch=None))
+        running = [[r.id for b in inst.seen for r in b] for inst in insts]
+        pending = mv.pending
+        hold.set()
+        results = await d.results()
+        await asyncio.sleep(0)
+        return running, pending, results, scheduler, insts
+
+    running, pending, results, scheduler, insts = run(main)
+    assert running == [["a", "c"], ["b", "d"]]  # idle ones first, then one ahead each
+    assert pending == 1  # "e" waited in the queue
+    assert sorted(r for i in insts for b in i.batches for r in b) == list("abcde")
+    assert all(r.outputs for r in results.values())
+    assert len(scheduler._idle) == 2 and not scheduler._ahead and not scheduler._load
+
+
+def test_fifo_sends_nothing_ahead_to_instances_that_do_not_take_it() -> None:
+    """An instance without ``takes_ahead`` (in-process, or a slow or decoupled model in
+    a worker) runs one request at a time; the rest queue."""
+
+    async def main() -> tuple[Any, ...]:
+        mv, (inst,) = make_model("max_batch_size: 0")
+        d = Driver(mv)
+        hold = await _hold_first(inst, d, batch=None)
+        for rid in "bc":
+            await d.send(request(rid, batch=None))
+        seen = [r.id for b in inst.seen for r in b]
+        pending = mv.pending
+        hold.set()
+        await d.results()
+        return seen, pending, inst.batches
+
+    seen, pending, batches = run(main)
+    assert seen == ["a"] and pending == 2
+    assert batches == [["a"], ["b"], ["c"]]

@@ -594,8 +594,9 @@ class ModelVersion:
             stats.record_execution(
                 batch, len(requests), times.input_ns, times.infer_ns, times.output_ns, failed
             )
+        started = t0 + times.waited_ns
         for r, resp in real:
-            stats.record_request(not resp.failed, t1 - r.start_ns, t0 - r.start_ns)
+            stats.record_request(not resp.failed, t1 - r.start_ns, started - r.start_ns)
         return responses
 
     @property

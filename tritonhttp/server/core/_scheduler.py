@@ -1,7 +1,9 @@
 """Schedulers: how admitted requests of one model version reach its instances.
 
 * :class:`FifoScheduler` (no ``dynamic_batching``): one request per ``execute``, in
-  arrival order, on whichever instance is free.
+  arrival order, on whichever instance is free. An instance that ``takes_ahead`` (a
+  worker process running a quick model) may be sent one more request while busy when
+  no instance is idle; it starts it the moment the first ends.
 * :class:`DynamicBatcher`: Triton's dynamic batcher. Queued requests (see
   :mod:`._queue` for priorities and queue policies) are gathered into *payloads* of up
   to ``max_batch_size``, preferring the ``preferred_batch_size`` values and waiting up
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -159,10 +162,20 @@ class FifoScheduler(Scheduler):
         self._queue: collections.deque[Pending] = collections.deque()
         #: a hand-over is starting an execution (one that ends at once hands on in a task)
         self._starting = False
+        #: executions each busy instance has (by ``id``); an instance that ``takes_ahead``
+        #: and has one may be sent a second, which it starts when the first ends
+        self._load: dict[int, int] = {}
+        #: busy instances with room for one execution ahead, oldest first
+        self._ahead: collections.deque[ModelInstance] = collections.deque()
 
     async def infer(self, req: InferRequest) -> InferResponse:
-        if self._idle and not self._queue:
-            return await self._run_on(self._idle.popleft(), req)
+        if not self._queue:
+            if self._idle:
+                return await self._run_on(self._idle.popleft(), req)
+            if self._ahead:
+                inst = self._take_ahead()
+                if inst is not None:
+                    return await self._run_on(inst, req)
         fut: asyncio.Future[InferResponse] = asyncio.get_running_loop().create_future()
         item = Pending(req, fut, _now())
         self._queue.append(item)
@@ -175,6 +188,11 @@ class FifoScheduler(Scheduler):
             raise  # (once its turn came, its execution goes on and frees the instance)
 
     async def _run_on(self, inst: ModelInstance, req: InferRequest) -> InferResponse:
+        key = id(inst)
+        load = self._load.get(key, 0) + 1
+        self._load[key] = load
+        if load == 1 and _can_take_ahead(inst):
+            self._ahead.append(inst)
         freed = False
 
         def free() -> None:
@@ -229,18 +247,65 @@ class FifoScheduler(Scheduler):
             return False
         return True
 
-    def _release(self, inst: ModelInstance) -> None:
-        """``inst`` is free: the first queued request still waiting starts on it, or it
-        goes idle."""
+    def _take_ahead(self) -> ModelInstance | None:
+        """The oldest busy instance that takes a request ahead now (out of ``_ahead``)."""
+        ahead = self._ahead
+        for i, inst in enumerate(ahead):
+            if inst.takes_ahead:  # type: ignore[attr-defined]
+                del ahead[i]
+                return inst
+        return None
+
+    def _next_waiting(self) -> Pending | None:
+        """The first queued item still waiting (out of the queue)."""
         queue = self._queue
         while queue:
             item = queue.popleft()
             self._waiting.pop(id(item.request), None)
             if not item.future.done():
-                item.instance = inst
-                self._start(inst, item)
+                return item
+        return None
+
+    def _release(self, inst: ModelInstance) -> None:
+        """One execution of ``inst`` ended: the first queued request still waiting
+        starts on it; else it goes idle (or, still busy, may take one ahead again)."""
+        key = id(inst)
+        load = self._load.pop(key) - 1
+        if load:  # (the one sent ahead runs now)
+            self._load[key] = load
+            if not _can_take_ahead(inst):
                 return
-        self._idle.append(inst)
+            if not inst.takes_ahead:  # type: ignore[attr-defined]
+                self._ahead.append(inst)  # (it may take one later)
+                return
+        elif self._ahead:
+            # (it had room for one ahead and none came: it is idle now, not busy)
+            with contextlib.suppress(ValueError):
+                self._ahead.remove(inst)
+        item = self._next_waiting()
+        if item is None:
+            if load:
+                self._ahead.append(inst)
+            else:
+                self._idle.append(inst)
+            return
+        item.instance = inst
+        self._start(inst, item)
+        if not load and self._queue and self._ahead and self._ahead[-1] is inst:
+            # an idle instance that takes one ahead gets the next queued too
+            ahead = self._take_ahead() if inst.takes_ahead else None  # type: ignore[attr-defined]
+            if ahead is not None:
+                item = self._next_waiting()
+                if item is None:
+                    self._ahead.append(ahead)
+                else:
+                    item.instance = ahead
+                    self._start(ahead, item)
+
+
+def _can_take_ahead(inst: ModelInstance) -> bool:
+    """Whether ``inst`` is of a kind that may be sent a request while busy."""
+    return getattr(type(inst), "takes_ahead", None) is not None
 
 
 class _Payload:

@@ -139,6 +139,8 @@ class ExecutionTimes:
     input_ns: int = 0
     infer_ns: int = 0
     output_ns: int = 0
+    #: time the batch, sent ahead to a busy instance, waited there (queue time)
+    waited_ns: int = 0
     on_free: Callable[[], None] | None = None
 
 

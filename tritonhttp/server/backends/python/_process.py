@@ -58,6 +58,9 @@ _SERVER_DTYPES = {**DTYPES, "BF16": BF16}
 #: for a lone request (serving no other connection meanwhile), else by turning without
 #: sleeping (:func:`_stay_awake`)
 REPLY_POLL_CAP_US = 300
+#: a worker whose last execute took less than this is sent its next request while busy
+#: (it starts it the moment the first ends, without waiting for the server's turn)
+AHEAD_MAX_NS = 1_000_000
 #: a worker holds at most this many client connections to answer on (more: the server
 #: answers the requests of further connections itself)
 DIRECT_CONNECTIONS = 256
@@ -357,6 +360,10 @@ class ProcessInstance:
         self._batches: dict[
             int, tuple[asyncio.Future[list[bool] | None], float, Callable[[], None] | None]
         ] = {}
+        #: when a batch sent ahead began (its predecessor's ``done``), by batch id
+        self._began: dict[int, int] = {}
+        #: when the batch the worker runs now began
+        self._busy_since = 0
         self._watchdog: asyncio.TimerHandle | None = None
         self._calls: dict[int, asyncio.Future[Any]] = {}
         self._bls: dict[int, InferRequest] = {}
@@ -457,6 +464,16 @@ class ProcessInstance:
         for token, desc, failed in finals:
             self._finish(token, self._response(desc, failed))
         entry = self._batches.pop(batch_id, None)
+        batches = self._batches
+        if batches:
+            # a batch sent ahead begins now: its stub timeout and its times count from here
+            ahead = next(iter(batches))
+            fut, _, on_free = batches[ahead]
+            began = time.monotonic_ns()
+            self._began[ahead] = began
+            self._busy_since = began
+            deadline = asyncio.get_running_loop().time() + self._settings.stub_timeout_s
+            batches[ahead] = (fut, deadline, on_free)
         if entry is not None and not entry[0].done():
             entry[0].set_result(flags)
             if entry[2] is not None:
@@ -465,6 +482,20 @@ class ProcessInstance:
                 # polls the channel inline, re-entering _readable: this one's execute
                 # still counts in _ACTIVE until it resumes.)
                 entry[2]()
+
+    @property
+    def takes_ahead(self) -> bool:
+        """Whether a busy instance may be sent one more request (it starts it when the
+        one it runs ends): only for a quick, non-decoupled model on a live worker, while
+        the execute it runs has not been running long."""
+        worker = self._worker
+        return (
+            not self._decoupled
+            and self._last_rtt < AHEAD_MAX_NS
+            and time.monotonic_ns() - self._busy_since < AHEAD_MAX_NS
+            and worker is not None
+            and worker.alive
+        )
 
     def _finish(self, token: int, response: InferResponse | None) -> None:
         p = self._pending.get(token)
@@ -586,6 +617,7 @@ class ProcessInstance:
             if not fut.done():
                 fut.set_result(None)
         self._batches.clear()
+        self._began.clear()
         for fut2 in self._calls.values():
             if not fut2.done():
                 fut2.set_result(False)
@@ -718,6 +750,8 @@ class ProcessInstance:
             )  # fmt: skip
         worker.send(("exec", batch_id, descs))
         t1 = time.monotonic_ns()
+        if len(self._batches) == 1:
+            self._busy_since = t1
         times.input_ns = t1 - t0
         spin = min(self._settings.busy_wait_us, REPLY_POLL_CAP_US) * 1000
         _ACTIVE[0] += 1
@@ -746,8 +780,13 @@ class ProcessInstance:
         finally:
             _ACTIVE[0] -= 1
         t2 = time.monotonic_ns()
-        times.infer_ns = t2 - t1
-        self._last_rtt = t2 - t1
+        began = self._began.pop(batch_id, t1) if self._began else t1
+        if began > t1:  # sent ahead: it waited in the worker behind another batch
+            times.waited_ns = began - t1
+        else:
+            began = t1
+        times.infer_ns = t2 - began
+        self._last_rtt = t2 - began
         out: list[InferResponse] = []
         for i, (token, p) in enumerate(pendings):
             if flags is not None and flags[i]:
