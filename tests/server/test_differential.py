@@ -24,6 +24,9 @@ ADD = {"inputs": [
 ]}  # fmt: skip
 
 
+IHCL = "Inference-Header-Content-Length"
+
+
 def j(doc: Any) -> str:
     return json.dumps(doc, separators=(",", ":"))
 
@@ -379,6 +382,26 @@ CASES: list[Case] = [
     infer("bin-ihcl-neg", "add_sub", _bin_add, {"Inference-Header-Content-Length": "-1"}),
     infer("bin-ihcl-abc", "add_sub", _bin_add, {"Inference-Header-Content-Length": "abc"}),
     infer("bin-ihcl-short", "add_sub", _bin_add, {"Inference-Header-Content-Length": "20"}),
+    # a UTF-8 byte-order mark before the JSON: each of its bytes skipped where present, in
+    # order; a second mark is not; error offsets count from the first byte
+    *[
+        infer(f"bom-{name}", "add_sub", mark + j(ADD).encode())
+        for name, mark in (
+            ("whole", b"\xef\xbb\xbf"),
+            ("ef-bb", b"\xef\xbb"),
+            ("ef", b"\xef"),
+            ("bb", b"\xbb"),
+            ("twice", b"\xef\xbb\xbf\xef\xbb\xbf"),
+            ("after-a-blank", b" \xef\xbb\xbf"),
+        )
+    ],
+    infer("bom-then-error", "add_sub", b"\xef\xbb\xbf{nope"),
+    infer(
+        "bom-binary-header",
+        "add_sub",
+        b"\xef\xbb\xbf" + _bin_add,
+        {"Inference-Header-Content-Length": str(int(_bin_add_h[IHCL]) + 3)},
+    ),
     # glibc atoi: strtol's value cast to int32 (2**32 reads as 0: the body is a raw input;
     # 2**32 + n as n)
     infer("bin-ihcl-2to32", "add_sub", _bin_add, {"Inference-Header-Content-Length": "4294967296"}),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from typing import Any
 
 import rapidjson
@@ -17,13 +16,10 @@ from ..core._errors import Code, CoreError
 from ..core._model import ModelVersion
 from ..core._repository import parse_version
 from ..core._types import InferRequest, InferResponse, InputTensor, OutputTensor
-from ._http import Receive, Scope, Send, error_body, parse_json, read_body, send_error
+from ._http import Receive, Scope, Send, bom_length, error_body, parse_json, read_body, send_error
 from ._infer import _json_data
 
 __all__ = ["handle_generate", "parse_body"]
-
-_PARSE_ERROR = "failed to parse the request JSON buffer: "
-_AT_OFFSET = re.compile(r" at ([0-9]+)$")
 
 
 class _Members(dict[str, Any]):
@@ -58,38 +54,17 @@ def _parse_keeping_names(body: bytes | bytearray | memoryview) -> Any:
     text (invalid UTF-8 in strings: plain objects, repeated names seen once)."""
     doc = parse_body(body)
     if isinstance(doc, dict):
-        raw = bytes(body)[_bom_length(body) :].partition(b"\0")[0]
+        raw = bytes(body)[bom_length(body) :].partition(b"\0")[0]
         with contextlib.suppress(ValueError, UnicodeDecodeError):
             doc = _KEEP_NAMES(raw)
     return doc
 
 
-def _bom_length(body: bytes | bytearray | memoryview) -> int:
-    raw = bytes(body[:3])
-    skip = 0
-    for mark in (0xEF, 0xBB, 0xBF):
-        if skip < len(raw) and raw[skip] == mark:
-            skip += 1
-    return skip
-
-
 def parse_body(body: bytes | bytearray | memoryview) -> Any:
-    """A JSON request body (not /infer's) read as Triton's RapidJSON stream reads it.
-
-    The stream skips a UTF-8 byte-order mark, each of its bytes (EF, BB, BF) only where
-    present in that order (a body of the bytes BB 7B reads as ``{``); a syntax error's
-    offset still counts from the body's first byte. Of an object's repeated member, the
-    first one counts (RapidJSON's lookups find it).
-    """
-    skip = _bom_length(body)
-    try:
-        return parse_json(body[skip:] if skip else body, first_wins=True)
-    except CoreError as e:
-        m = _AT_OFFSET.search(e.message) if skip else None
-        if m is None or not e.message.startswith(_PARSE_ERROR):
-            raise
-        at = int(m.group(1)) + skip
-        raise CoreError(e.message[: m.start()] + f" at {at}", e.code) from None
+    """A JSON request body (not /infer's) read as Triton's RapidJSON stream reads it
+    (:func:`parse_json`: a byte-order mark skipped); of an object's repeated member, the
+    first one counts (RapidJSON's lookups find it)."""
+    return parse_json(body, first_wins=True)
 
 
 def _derive_shape(dims: list[int], n: int, name: str) -> list[int]:

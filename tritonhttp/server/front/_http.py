@@ -177,6 +177,44 @@ def parse_json(data: bytes | bytearray | memoryview, first_wins: bool = False) -
     nul = raw.find(b"\0")
     if nul >= 0:  # RapidJSON reads a NUL-terminated string
         raw = raw[:nul]
+    if raw[:1] in _BOM_BYTES:
+        return _parse_after_bom(raw, first_wins)
+    return _parse_rest(raw, first_wins)
+
+
+#: the first bytes of a UTF-8 byte-order mark (each skipped where present, in order)
+_BOM_BYTES = (b"\xef", b"\xbb", b"\xbf")
+_AT_OFFSET = re.compile(r" at (\d+)$")
+
+
+def bom_length(body: bytes | bytearray | memoryview) -> int:
+    """How many bytes of a UTF-8 byte-order mark Triton's RapidJSON stream skips at the
+    start of ``body``: each of EF, BB, BF where present, in that order (so BB 7B reads
+    as ``{``)."""
+    raw = bytes(body[:3])
+    skip = 0
+    for mark in (0xEF, 0xBB, 0xBF):
+        if skip < len(raw) and raw[skip] == mark:
+            skip += 1
+    return skip
+
+
+def _parse_after_bom(raw: bytes, first_wins: bool) -> Any:
+    """``raw`` past its byte-order mark bytes (one mark only); a syntax error's offset
+    still counts from the first byte."""
+    skip = bom_length(raw)
+    rest = raw[skip:]
+    try:
+        return _parse_rest(rest, first_wins)  # (a second mark is not skipped)
+    except CoreError as e:
+        m = _AT_OFFSET.search(e.message)
+        if m is None:
+            raise
+        raise CoreError(e.message[: m.start()] + f" at {int(m.group(1)) + skip}", e.code) from None
+
+
+def _parse_rest(raw: bytes, first_wins: bool) -> Any:
+    """:func:`parse_json` of bytes that no byte-order mark is skipped from."""
     try:
         if first_wins:
             return _FIRST_WINS(raw)
