@@ -54,22 +54,9 @@ _TRITON_TO_NP_TYPE: dict[str, Any] = {
 
 
 # The order in which tritonclient tries the candidates (it matters for objects whose
-# ``==`` is loose); then an object whose ``.type`` is ``np.bytes_`` is BYTES.
-_CANDIDATES: tuple[tuple[Any, str], ...] = (
-    (bool, "BOOL"),
-    (np.int8, "INT8"),
-    (np.int16, "INT16"),
-    (np.int32, "INT32"),
-    (np.int64, "INT64"),
-    (np.uint8, "UINT8"),
-    (np.uint16, "UINT16"),
-    (np.uint32, "UINT32"),
-    (np.uint64, "UINT64"),
-    (np.float16, "FP16"),
-    (np.float32, "FP32"),
-    (ml_dtypes.bfloat16, "BF16"),
-    (np.float64, "FP64"),
-    (np.object_, "BYTES"),
+# ``==`` is loose): the table's; then an object whose ``.type`` is ``np.bytes_`` is BYTES.
+_CANDIDATES: tuple[tuple[Any, str], ...] = tuple(
+    (np_type, name) for name, np_type in _TRITON_TO_NP_TYPE.items()
 )
 
 

@@ -256,15 +256,17 @@ class FifoScheduler(Scheduler):
                 return inst
         return None
 
-    def _next_waiting(self) -> Pending | None:
-        """The first queued item still waiting (out of the queue)."""
+    def _start_next(self, inst: ModelInstance) -> bool:
+        """Start the first queued request still waiting on ``inst`` (False: none was)."""
         queue = self._queue
         while queue:
             item = queue.popleft()
             self._waiting.pop(id(item.request), None)
             if not item.future.done():
-                return item
-        return None
+                item.instance = inst
+                self._start(inst, item)
+                return True
+        return False
 
     def _release(self, inst: ModelInstance) -> None:
         """One execution of ``inst`` ended: the first queued request still waiting
@@ -282,25 +284,14 @@ class FifoScheduler(Scheduler):
             # (it had room for one ahead and none came: it is idle now, not busy)
             with contextlib.suppress(ValueError):
                 self._ahead.remove(inst)
-        item = self._next_waiting()
-        if item is None:
-            if load:
-                self._ahead.append(inst)
-            else:
-                self._idle.append(inst)
+        if not self._start_next(inst):
+            (self._ahead if load else self._idle).append(inst)
             return
-        item.instance = inst
-        self._start(inst, item)
         if not load and self._queue and self._ahead and self._ahead[-1] is inst:
             # an idle instance that takes one ahead gets the next queued too
             ahead = self._take_ahead() if inst.takes_ahead else None  # type: ignore[attr-defined]
-            if ahead is not None:
-                item = self._next_waiting()
-                if item is None:
-                    self._ahead.append(ahead)
-                else:
-                    item.instance = ahead
-                    self._start(ahead, item)
+            if ahead is not None and not self._start_next(ahead):
+                self._ahead.append(ahead)
 
 
 def _can_take_ahead(inst: ModelInstance) -> bool:

@@ -20,7 +20,7 @@ from ..core._errors import BackendError, Code, CoreError
 from ..core._model import ModelVersion
 from ..core._repository import parse_version
 from ..core._types import InferRequest, InferResponse
-from ._generate import handle_generate, parse_body
+from ._generate import handle_generate
 from ._http import (
     JSON,
     TEXT,
@@ -28,6 +28,7 @@ from ._http import (
     Scope,
     Send,
     error_body,
+    parse_body,
     read_body,
     response_headers,
     send_error,

@@ -16,10 +16,21 @@ from ..core._errors import Code, CoreError
 from ..core._model import ModelVersion
 from ..core._repository import parse_version
 from ..core._types import InferRequest, InferResponse, InputTensor, OutputTensor
-from ._http import Receive, Scope, Send, bom_length, error_body, parse_json, read_body, send_error
+from ._http import (
+    FirstWins,
+    Receive,
+    Scope,
+    Send,
+    bom_length,
+    error_body,
+    keep_first,
+    parse_body,
+    read_body,
+    send_error,
+)
 from ._infer import _json_data
 
-__all__ = ["handle_generate", "parse_body"]
+__all__ = ["handle_generate"]
 
 
 class _Members(dict[str, Any]):
@@ -28,14 +39,9 @@ class _Members(dict[str, Any]):
     names: list[str]
 
 
-class _KeepNames(rapidjson.Decoder):
-    def start_object(self) -> list[tuple[str, Any]]:
-        return []
-
+class _KeepNames(FirstWins):
     def end_object(self, pairs: list[tuple[str, Any]]) -> _Members:
-        obj = _Members()
-        for key, value in pairs:
-            obj.setdefault(key, value)
+        obj = _Members(keep_first(pairs))
         obj.names = [key for key, _ in pairs]
         return obj
 
@@ -58,13 +64,6 @@ def _parse_keeping_names(body: bytes | bytearray | memoryview) -> Any:
         with contextlib.suppress(ValueError, UnicodeDecodeError):
             doc = _KEEP_NAMES(raw)
     return doc
-
-
-def parse_body(body: bytes | bytearray | memoryview) -> Any:
-    """A JSON request body (not /infer's) read as Triton's RapidJSON stream reads it
-    (:func:`parse_json`: a byte-order mark skipped); of an object's repeated member, the
-    first one counts (RapidJSON's lookups find it)."""
-    return parse_json(body, first_wins=True)
 
 
 def _derive_shape(dims: list[int], n: int, name: str) -> list[int]:

@@ -116,30 +116,33 @@ def _mask_invalid_utf8(error: UnicodeError) -> tuple[str, int]:
 codecs.register_error("tritonhttp-mask", _mask_invalid_utf8)
 
 
-class _FirstWins(rapidjson.Decoder):
+class FirstWins(rapidjson.Decoder):
     """Objects keep the first of repeated members, as RapidJSON's lookups find it."""
 
     def start_object(self) -> list[tuple[str, Any]]:
         return []
 
     def end_object(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        return _first_wins(pairs)
+        return keep_first(pairs)
 
 
-def _first_wins(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def keep_first(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object of ``pairs`` where a repeated name keeps its first value."""
     obj: dict[str, Any] = {}
     for key, value in pairs:
         obj.setdefault(key, value)
     return obj
 
 
-_FIRST_WINS = _FirstWins(number_mode=_NM)
+_FIRST_WINS = FirstWins(number_mode=_NM)
 
 
-def _syntax_error(error: rapidjson.JSONDecodeError) -> CoreError:
+def _syntax_error(error: rapidjson.JSONDecodeError, skipped: int) -> CoreError:
+    """Triton's text for a syntax error; ``skipped``: bytes before the parsed text (the
+    offset counts from the body's first byte)."""
     # "Parse error at offset N: message"
     head, _, message = str(error).partition(": ")
-    offset = head.rsplit(" ", 1)[-1]
+    offset = int(head.rsplit(" ", 1)[-1]) + skipped
     if message == "Invalid encoding in string.":
         # an unescaped control character: Triton's (older) RapidJSON words it so
         message = "Invalid escape character in string."
@@ -177,14 +180,30 @@ def parse_json(data: bytes | bytearray | memoryview, first_wins: bool = False) -
     nul = raw.find(b"\0")
     if nul >= 0:  # RapidJSON reads a NUL-terminated string
         raw = raw[:nul]
-    if raw[:1] in _BOM_BYTES:
-        return _parse_after_bom(raw, first_wins)
-    return _parse_rest(raw, first_wins)
+    skip = bom_length(raw) if raw[:1] in _BOM_BYTES else 0
+    if skip:
+        raw = raw[skip:]  # (a second mark is not skipped)
+    try:
+        if first_wins:
+            return _FIRST_WINS(raw)
+        return rapidjson.loads(raw, number_mode=_NM)
+    except rapidjson.JSONDecodeError as e:
+        lone = _lone_low_surrogates(raw) if str(e).endswith(_SURROGATE_ERROR) else []
+        if not lone:
+            raise _syntax_error(e, skip) from None
+    except UnicodeDecodeError:
+        lone = _lone_low_surrogates(raw)
+    return _parse_loosely(raw, lone, first_wins, skip)
+
+
+def parse_body(body: bytes | bytearray | memoryview) -> Any:
+    """A JSON request body other than /infer's: :func:`parse_json` where an object's
+    repeated member keeps its first value (what RapidJSON's lookups find)."""
+    return parse_json(body, first_wins=True)
 
 
 #: the first bytes of a UTF-8 byte-order mark (each skipped where present, in order)
 _BOM_BYTES = (b"\xef", b"\xbb", b"\xbf")
-_AT_OFFSET = re.compile(r" at (\d+)$")
 
 
 def bom_length(body: bytes | bytearray | memoryview) -> int:
@@ -199,36 +218,7 @@ def bom_length(body: bytes | bytearray | memoryview) -> int:
     return skip
 
 
-def _parse_after_bom(raw: bytes, first_wins: bool) -> Any:
-    """``raw`` past its byte-order mark bytes (one mark only); a syntax error's offset
-    still counts from the first byte."""
-    skip = bom_length(raw)
-    rest = raw[skip:]
-    try:
-        return _parse_rest(rest, first_wins)  # (a second mark is not skipped)
-    except CoreError as e:
-        m = _AT_OFFSET.search(e.message)
-        if m is None:
-            raise
-        raise CoreError(e.message[: m.start()] + f" at {int(m.group(1)) + skip}", e.code) from None
-
-
-def _parse_rest(raw: bytes, first_wins: bool) -> Any:
-    """:func:`parse_json` of bytes that no byte-order mark is skipped from."""
-    try:
-        if first_wins:
-            return _FIRST_WINS(raw)
-        return rapidjson.loads(raw, number_mode=_NM)
-    except rapidjson.JSONDecodeError as e:
-        lone = _lone_low_surrogates(raw) if str(e).endswith(_SURROGATE_ERROR) else []
-        if not lone:
-            raise _syntax_error(e) from None
-    except UnicodeDecodeError:
-        lone = _lone_low_surrogates(raw)
-    return _parse_loosely(raw, lone, first_wins)
-
-
-def _parse_loosely(raw: bytes, lone: list[int], first_wins: bool) -> Any:
+def _parse_loosely(raw: bytes, lone: list[int], first_wins: bool, skipped: int) -> Any:
     """What Triton's RapidJSON takes and python-rapidjson refuses: invalid UTF-8 (copied
     through), and the escapes of lone low surrogates at ``lone`` (written as 3 bytes)."""
     # The syntax errors: those of the same bytes with each invalid byte masked by a letter
@@ -240,7 +230,7 @@ def _parse_loosely(raw: bytes, lone: list[int], first_wins: bool) -> Any:
     try:
         numbers = _FIRST_WINS(masked) if first_wins else rapidjson.loads(masked, number_mode=_NM)
     except rapidjson.JSONDecodeError as e:
-        raise _syntax_error(e) from None
+        raise _syntax_error(e, skipped) from None
     # Valid: invalid bytes are inside strings, kept as surrogates (so are the lone
     # surrogates' bytes); the numbers are RapidJSON's, from the masked parse.
     for at in reversed(lone):
@@ -250,11 +240,12 @@ def _parse_loosely(raw: bytes, lone: list[int], first_wins: bool) -> Any:
     try:
         doc = json.loads(
             raw.decode("utf-8", "surrogateescape"),
-            object_pairs_hook=_first_wins if first_wins else None,
+            object_pairs_hook=keep_first if first_wins else None,
         )
     except json.JSONDecodeError as e:
         raise CoreError(
-            f"failed to parse the request JSON buffer: {e.msg}. at {e.pos}", Code.INTERNAL
+            f"failed to parse the request JSON buffer: {e.msg}. at {e.pos + skipped}",
+            Code.INTERNAL,
         ) from None
     return _take_numbers(doc, numbers)
 
