@@ -65,14 +65,15 @@ class DirectOffer:
     ``tritonhttp.server._extensions.DirectLink``), the same for every request on it.
     ``answer`` says how to write this request's successful answer: ``(key, prefix,
     binary, binary_default)``, the key and the arguments of
-    ``tritonhttp.server._answer.encode_outputs``.
+    ``tritonhttp.server._answer.encode_outputs``; None for an unparsed request (the
+    backend that parses it works that out itself).
     """
 
     key: int
     fd: int
     on_close: Callable[[Callable[[], None]], None]
     heads: tuple[bytes, bytes]
-    answer: tuple[int, bytes, dict[str, bool | None], bool]
+    answer: tuple[int, bytes, dict[str, bool | None], bool] | None
 
 
 @dataclass(slots=True)
@@ -103,6 +104,10 @@ class InferRequest:
     #: the front end's offer to let the backend write the answer to the client itself
     #: (carried through the core untouched); None: no offer
     direct: DirectOffer | None = None
+    #: an unparsed request: its (decompressed) body and JSON header length, for a backend
+    #: whose instances parse requests themselves (``ModelVersion.parses_in_backend``);
+    #: such a request carries no inputs and executes alone
+    body: tuple[bytearray, int] | None = None
 
     def log_prefix(self) -> str:
         return f"[request id: {self.id or '<id_unknown>'}] "
@@ -124,6 +129,9 @@ class InferResponse:
     #: all but ``rest``, which the front end still has to send
     answered: bool = False
     rest: bytes = b""
+    #: the backend did not take an unparsed request (``InferRequest.body``): it was not
+    #: executed, and the front end parses and sends it the usual way
+    declined: bool = False
 
 
 @dataclass(slots=True)

@@ -9,6 +9,7 @@ import contextlib
 import functools
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -35,6 +36,7 @@ from ._http import (
     send_response,
 )
 from ._infer import (
+    ParsedInfer,
     compress,
     direct_offer,
     encode_response,
@@ -717,6 +719,19 @@ class HttpFrontend:
                 msg = f"inference header size should be in range (0, {total}), got: {got}"
                 await send_error(send, CoreError(msg), TEXT)
                 return
+        # the answer goes uncompressed (what a worker process can write itself)
+        identity = not accept or pick_encoding(accept) is None
+        if (
+            model.parses_in_backend
+            and self.forward is None
+            and identity
+            and ON_DISCONNECT in scope
+            and type(body) is bytearray
+            and body.find(b"shared_memory", 0, header_len) < 0
+            and body.find(b"classification", 0, header_len) < 0
+            and await self._infer_unparsed(scope, send, model, body, header_len)
+        ):
+            return
         parsed = parse_infer_request(body, header_len, model, self.core.shm)
         request = parsed.request
         regions = request.regions
@@ -742,7 +757,7 @@ class HttpFrontend:
                 if (
                     offer_hook is not None
                     and model.answers_directly
-                    and not accept
+                    and identity
                     and plain_outputs(parsed)
                 ):
                     # a worker process may write the answer to the client itself
@@ -762,29 +777,77 @@ class HttpFrontend:
                     return
             else:
                 response = await _infer_watching(model, request, receive)
-            if response.error is not None:
-                await send_error(send, response.error, TEXT)
-                return
-            try:
-                header, blobs = encode_response(parsed, response, model)
-            except CoreError as e:
-                await send_error(send, e, TEXT)
-                return
-            if not blobs and not accept:  # (the common JSON answer)
-                respond = scope.get(RESPOND)
-                if respond is None:
-                    await send_response(send, 200, header)
-                    return
-                waiting = respond(200, JSON, header)
-                if waiting is not None:
-                    await waiting
-                return
-            # shared memory: the blobs may be views of a region; it stays registered
-            # (in use) until they are sent
-            await self._send_infer_response(send, header, blobs, accept)
+            await self._answer(scope, send, model, parsed, response, accept)
         finally:
             for region in regions:
                 region.users -= 1
+
+    async def _answer(
+        self,
+        scope: Scope,
+        send: Send,
+        model: ModelVersion,
+        parsed: ParsedInfer,
+        response: InferResponse,
+        accept: bytes | None,
+    ) -> None:
+        """Send ``response`` to the request ``parsed``: its error, or its outputs."""
+        if response.error is not None:
+            await send_error(send, response.error, TEXT)
+            return
+        try:
+            header, blobs = encode_response(parsed, response, model)
+        except CoreError as e:
+            await send_error(send, e, TEXT)
+            return
+        if not blobs and not accept:  # (the common JSON answer)
+            respond = scope.get(RESPOND)
+            if respond is None:
+                await send_response(send, 200, header)
+                return
+            waiting = respond(200, JSON, header)
+            if waiting is not None:
+                await waiting
+            return
+        # shared memory: the blobs may be views of a region; it stays registered (in
+        # use) until they are sent
+        await self._send_infer_response(send, header, blobs, accept)
+
+    async def _infer_unparsed(
+        self, scope: Scope, send: Send, model: ModelVersion, body: bytearray, header_len: int
+    ) -> bool:
+        """Hand ``body`` unparsed to the model's worker process, which parses and checks it
+        as the server would and writes the answer to the client itself
+        (``ModelVersion.parses_in_backend``). False: it declined the request (not plain,
+        not valid, or no connection to hand over): the server parses it the usual way,
+        with the usual errors and statistics."""
+        offer_hook = scope.get(DIRECT)
+        link = offer_hook() if offer_hook is not None else None
+        if link is None:
+            return False
+        request = InferRequest(id="", inputs={}, body=(body, header_len))
+        request.start_ns = time.monotonic_ns()
+        request.direct = direct_offer(None, model, link)
+        scope[ON_DISCONNECT] = functools.partial(model.cancel, request)
+        try:
+            response = await model.infer(request)
+        finally:
+            scope[ON_DISCONNECT] = None
+        if response.declined:
+            return False
+        if response.answered:
+            waiting = link.finish(response.rest)
+            if waiting is not None:
+                await waiting
+            return True
+        if response.error is not None:  # the model's error
+            await send_error(send, response.error, TEXT)
+            return True
+        # outputs the worker could not write itself (it parsed the body without error: so
+        # does the server)
+        parsed = parse_infer_request(body, header_len, model, self.core.shm)
+        await self._answer(scope, send, model, parsed, response, None)
+        return True
 
     async def _send_infer_response(
         self, send: Send, header: bytes, blobs: list[bytes | memoryview], accept: bytes | None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,8 +15,6 @@ from .. import _json
 from .._answer import AnswerError, binary_data, encode_outputs
 from .._extensions import DirectLink
 from ..core._errors import Code, CoreError
-from ..core._model import ModelVersion
-from ..core._shm import RegionSlice, SharedMemoryRegistry
 from ..core._types import (
     DirectOffer,
     InferRequest,
@@ -27,8 +25,15 @@ from ..core._types import (
 )
 from ._http import parse_json
 
+if TYPE_CHECKING:
+    from ..core._admission import Admission
+    from ..core._model import ModelVersion
+    from ..core._shm import RegionSlice, SharedMemoryRegistry
+
 __all__ = [
     "OutputSpec",
+    "ParsedInfer",
+    "direct_answer",
     "direct_offer",
     "encode_response",
     "inflate",
@@ -251,8 +256,8 @@ def _request_parameters(params: Any, req: InferRequest) -> bool:
 def parse_infer_request(
     body: bytearray | memoryview,
     header_len: int,
-    model: ModelVersion,
-    shm: SharedMemoryRegistry,
+    model: ModelVersion | Admission,
+    shm: SharedMemoryRegistry | None,
 ) -> ParsedInfer:
     """Parse a (decompressed) infer body; raises CoreError (answered as application/json).
 
@@ -326,8 +331,8 @@ def _parse_doc(
     doc: Any,
     view: memoryview,
     header_len: int,
-    model: ModelVersion,
-    shm: SharedMemoryRegistry,
+    model: ModelVersion | Admission,
+    shm: SharedMemoryRegistry | None,
     fast: bool = True,
 ) -> tuple[ParsedInfer, int]:
     """The request ``doc`` describes, and how many members its request, inputs, outputs
@@ -451,8 +456,8 @@ def _params_of(item: Any) -> dict[str, Any]:
 def _parse_input(
     item: Any,
     req: InferRequest,
-    model: ModelVersion,
-    shm: SharedMemoryRegistry,
+    model: ModelVersion | Admission,
+    shm: SharedMemoryRegistry | None,
     view: memoryview,
 ) -> tuple[InputTensor, int | None, int]:
     """Add the input ``item`` describes to ``req``: (its tensor, its binary data size if
@@ -495,7 +500,7 @@ def _parse_input(
         # --- shared memory: the model reads a system region in place (zero-copy view of
         # the mapping; it stays registered until the response is sent), a CUDA region
         # through a host copy
-        part = shm.lookup(region_name, offset, size)
+        part = _lookup(shm, region_name, offset, size)
         tensor.raw = part.read()
         req.regions.append(part.region)
     elif source == "binary_data_size":
@@ -544,7 +549,13 @@ def _element_count(shape: list[int]) -> int:
     return count
 
 
-def _parse_output(item: Any, shm: SharedMemoryRegistry, req: InferRequest) -> OutputSpec:
+def _lookup(shm: SharedMemoryRegistry | None, name: str, offset: int, size: int) -> RegionSlice:
+    if shm is None:  # (a worker process parsing a request: the registry is the server's)
+        raise LookupError("shared memory regions are looked up by the server")
+    return shm.lookup(name, offset, size)
+
+
+def _parse_output(item: Any, shm: SharedMemoryRegistry | None, req: InferRequest) -> OutputSpec:
     params = _params_of(item)
     into_shm = "shared_memory_region" in params
     binary: bool | None = None
@@ -578,7 +589,7 @@ def _parse_output(item: Any, shm: SharedMemoryRegistry, req: InferRequest) -> Ou
         offset = _uint(params.get("shared_memory_offset", 0), "shared_memory_offset")
         size = _uint(params.get("shared_memory_byte_size", 0), "shared_memory_byte_size")
         region_name = region_name.partition("\0")[0]  # --- shm: Triton reads a C string
-        spec.shm = shm.lookup(region_name, offset, size)
+        spec.shm = _lookup(shm, region_name, offset, size)
         req.regions.append(spec.shm.region)
     return spec
 
@@ -619,7 +630,7 @@ def _classify(out: OutputTensor, k: int, labels: list[str] | None, batching: boo
 _NO_CHOICES: dict[str, bool | None] = {}
 
 
-def _outputs_prefix(req: InferRequest, model: ModelVersion) -> bytes:
+def _outputs_prefix(req: InferRequest, model: ModelVersion | Admission) -> bytes:
     """The answer's JSON header up to the model version (cached per model version)."""
     prefix = model.wire_prefix
     if not prefix:
@@ -702,12 +713,20 @@ def plain_outputs(parsed: ParsedInfer) -> bool:
     return not any(spec.classification or spec.shm is not None for spec in parsed.outputs.values())
 
 
-def direct_offer(parsed: ParsedInfer, model: ModelVersion, link: DirectLink) -> DirectOffer:
-    """The offer to answer ``parsed`` (:func:`plain_outputs`) on ``link`` for the backend."""
+def direct_offer(parsed: ParsedInfer | None, model: ModelVersion, link: DirectLink) -> DirectOffer:
+    """The offer to answer ``parsed`` (:func:`plain_outputs`) on ``link`` for the backend
+    (None: an unparsed request, which the backend parses itself)."""
+    answer = None if parsed is None else direct_answer(parsed, model, link.key)
+    return DirectOffer(link.key, link.fd, link.on_close, (link.json_head, link.binary_head), answer)
+
+
+def direct_answer(
+    parsed: ParsedInfer, model: ModelVersion | Admission, key: int
+) -> tuple[int, bytes, dict[str, bool | None], bool]:
+    """How to write ``parsed``'s answer on connection ``key`` (``DirectOffer.answer``)."""
     specs = parsed.outputs
     binary = {name: spec.binary for name, spec in specs.items()} if specs else {}
-    answer = (link.key, _outputs_prefix(parsed.request, model), binary, parsed.binary_default)
-    return DirectOffer(link.key, link.fd, link.on_close, (link.json_head, link.binary_head), answer)
+    return (key, _outputs_prefix(parsed.request, model), binary, parsed.binary_default)
 
 
 def pick_encoding(header: bytes | None) -> str | None:

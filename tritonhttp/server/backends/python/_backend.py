@@ -13,6 +13,7 @@ from triton_python_backend_utils import _runtime
 from ...core._backend_api import LoadContext, ModelInstance, ServerBridge
 from ...core._config import config_to_json
 from ...core._errors import Code, CoreError
+from ...core._model import admission_for
 from ...core.model_config_pb2 import ModelConfig
 from ._envs import resolve_env
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
@@ -129,7 +130,7 @@ class PythonBackend:
             instance = ProcessInstance(
                 instance_name,
                 ("init", str(ctx.model_dir), ctx.version, filename, instance_name, decoupled,
-                 args),
+                 args, admission_for(ctx.model_name, ctx.version, config).spec()),
                 decoupled,
                 outputs,
                 settings,

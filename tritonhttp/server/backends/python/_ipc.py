@@ -29,6 +29,7 @@ from ....utils._bytes import pack_items, unpack_array
 from ._arena import Consumer, Producer
 
 __all__ = [
+    "DECLINED",
     "DTYPES",
     "SMALL",
     "BlockDesc",
@@ -65,6 +66,11 @@ DTYPES: dict[str, np.dtype[Any]] = {
     "FP64": np.dtype(np.float64),
     "BF16": np.dtype(np.uint16),
 }
+
+#: a response descriptor: the worker did not take an unparsed request (the server parses
+#: and answers it); the others are ``(0, code, message)`` for an error, ``(1, block,
+#: parameters)`` for outputs and ``(2, rest)`` for an answer written to the client
+DECLINED = (3,)
 
 #: one tensor inside a block: (name, datatype, shape, offset in the block, nbytes)
 TensorDesc = tuple[str, str, tuple[int, ...], int, int]

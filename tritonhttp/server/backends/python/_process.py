@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from triton_python_backend_utils import _errors as _pb_errors
 from triton_python_backend_utils._errors import TritonModelException
 
@@ -41,7 +43,17 @@ from ...core._types import (
 )
 from ._arena import Consumer, Producer
 from ._convert import params_json
-from ._ipc import DTYPES, FrameReader, encode, read_block, recv_fd, send_fd, write_block
+from ._ipc import (
+    DECLINED,
+    DTYPES,
+    INLINE,
+    FrameReader,
+    encode,
+    read_block,
+    recv_fd,
+    send_fd,
+    write_block,
+)
 from ._services import ModelServices
 from ._settings import BackendSettings
 
@@ -382,6 +394,8 @@ class ProcessInstance:
         self._last_end = 0
         self._last_rtt = 0
         self._ready_hook = False
+        #: the worker parses unparsed requests itself (``InferRequest.body``)
+        self.parses_requests = False
 
     # ------------------------------------------------------------------ start
 
@@ -407,13 +421,14 @@ class ProcessInstance:
             await worker.reap()
             raise CoreError(result, Code.INTERNAL)
         self.pid, self._ready_hook = int(result[0]), bool(result[1])
+        self.parses_requests = len(result) > 2 and bool(result[2])
 
     # ------------------------------------------------------------------ messages
 
     def _message(self, m: Any) -> None:
         kind = m[0]
         if kind == "done":
-            self._done(m[1], m[2], m[3])
+            self._done(m[1], m[2], m[3], m[4] if len(m) > 4 else None)
         elif kind == "resp":
             self._resp(m[1], m[2], m[3], m[4])
         elif kind == "log":
@@ -448,6 +463,8 @@ class ProcessInstance:
     def _response(self, desc: Any, failed: bool) -> InferResponse | None:
         if desc is None:
             return None
+        if desc[0] == DECLINED[0]:  # an unparsed request the worker did not take
+            return InferResponse(declined=True)
         if desc[0] == 0:
             return InferResponse(error=CoreError(desc[2], Code(desc[1])), failed=failed)
         if desc[0] == 2:  # the worker wrote the answer to the client (all but desc[1])
@@ -460,7 +477,18 @@ class ProcessInstance:
         ]
         return InferResponse(outputs=outputs, parameters=desc[2])
 
-    def _done(self, batch_id: int, finals: list[Any], flags: list[bool]) -> None:
+    def _done(
+        self,
+        batch_id: int,
+        finals: list[Any],
+        flags: list[bool] | None,
+        sizes: dict[int, int] | None = None,
+    ) -> None:
+        if sizes:  # the batch sizes of unparsed requests the worker admitted (other than 1)
+            for token, size in sizes.items():
+                p = self._pending.get(token)
+                if p is not None:
+                    p.req.batch_size = size
         for token, desc, failed in finals:
             self._finish(token, self._response(desc, failed))
         entry = self._batches.pop(batch_id, None)
@@ -722,6 +750,10 @@ class ProcessInstance:
             return [InferResponse(error=CoreError(text, Code.INTERNAL), failed=True)
                     for _ in requests]  # fmt: skip
         assert worker.inputs is not None
+        if requests[0].body is not None:  # (an unparsed request executes alone)
+            offer = requests[0].direct
+            if not self.parses_requests or offer is None or not worker.offer(offer):
+                return [InferResponse(declined=True)]
         loop = asyncio.get_running_loop()
         batch_id = next(self._tokens)
         done: asyncio.Future[list[bool] | None] = loop.create_future()
@@ -730,7 +762,7 @@ class ProcessInstance:
         if self._watchdog is None:
             self._watchdog = loop.call_at(deadline, self._watch)
         pendings: list[tuple[int, _Pending]] = []
-        descs = []
+        descs: list[tuple[Any, ...]] = []
         inputs = worker.inputs
         outputs = self._outputs
         for req in requests:
@@ -738,6 +770,12 @@ class ProcessInstance:
             p = _Pending(req)
             self._pending[token] = p
             pendings.append((token, p))
+            if req.body is not None:
+                # unparsed: the worker parses, checks and answers it, or declines it
+                body, header_len = req.body
+                assert req.direct is not None
+                descs.append((token, header_len, _body_block(inputs, body), req.direct.key))
+                continue
             block = write_block(
                 inputs, [(t.name, t.datatype, t.shape, t.array) for t in req.inputs.values()]
             )
@@ -853,6 +891,14 @@ class ProcessInstance:
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _body_block(arena: Producer, body: bytearray) -> Any:
+    """An unparsed request's body for the worker: inside the message when small (as
+    ``bytes``), else a block of one UINT8 tensor in the arena."""
+    if len(body) <= INLINE:
+        return bytes(body)
+    return write_block(arena, [("", "UINT8", (len(body),), np.frombuffer(body, np.uint8))])
 
 
 async def run_auto_complete(

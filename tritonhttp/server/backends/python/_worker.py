@@ -3,7 +3,9 @@ server, as Triton's ``triton_python_backend_stub`` does.
 
 Started by :mod:`._process` as a fresh interpreter (``python -I _worker_boot.py``);
 imports only the standard library, numpy, ``triton_python_backend_utils`` and the
-modules of this folder that need nothing else.
+modules of this folder that need nothing else, and, where rapidjson is there, the
+server's request parsing and admission (so that it can parse and check requests the
+server hands over unparsed).
 
 Threads: the main thread runs ``initialize``/``execute``/``finalize``. Any thread that
 waits for the server (the main thread between batches, a model thread in a BLS call or
@@ -37,7 +39,23 @@ from triton_python_backend_utils._tensor import Tensor, bytes_items
 from ..._answer import AnswerError, encode_outputs
 from ._arena import Consumer, Producer
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
-from ._ipc import DTYPES, FrameReader, encode, read_block, recv_fd, send_fd, write_block
+from ._ipc import (
+    DECLINED,
+    DTYPES,
+    FrameReader,
+    encode,
+    read_block,
+    recv_fd,
+    send_fd,
+    write_block,
+)
+
+try:  # parsing requests here (unparsed requests); an EXECUTION_ENV_PATH env may lack rapidjson
+    from ...core._admission import Admission
+    from ...front._infer import direct_answer, parse_infer_request, plain_outputs
+    from ._convert import params_json
+except ImportError:  # pragma: no cover (the server then parses every request itself)
+    Admission = None  # type: ignore[assignment,misc]
 
 __all__ = ["main"]
 
@@ -291,6 +309,8 @@ class Worker:
         #: head); main thread only, but added by whichever thread reads the channel
         self.connections: dict[int, tuple[socket.socket, bytes, bytes]] = {}
         self._heads: dict[Any, bytes] = {}
+        #: the model's rules for requests, when this worker parses unparsed requests
+        self.admission: Admission | None = None
         channel.route = self.route
 
     # ------------------------------------------------------------------ messages
@@ -481,7 +501,8 @@ class Worker:
         self.channel.send(("ac", completed))
 
     def run_instance(self, m: Any) -> None:
-        _, model_dir, version, filename, instance_name, decoupled, args = m
+        _, model_dir, version, filename, instance_name, decoupled, args = m[:7]
+        spec = m[7] if len(m) > 7 else None
         self.instance_name = instance_name
         _runtime.install(WorkerRuntime(self))
         try:
@@ -496,7 +517,10 @@ class Worker:
         # what lives on after initialize (modules, the model) is left out of the
         # collector's scans from now on
         gc.freeze()
-        self.channel.send(("ready", (os.getpid(), host.has_ready_hook())))
+        if spec is not None and Admission is not None and not decoupled:
+            self.admission = Admission(*spec)
+        ready = (os.getpid(), host.has_ready_hook(), self.admission is not None)
+        self.channel.send(("ready", ready))
         while True:
             m = self.channel.next_main()
             kind = m[0]
@@ -521,7 +545,21 @@ class Worker:
         assert host is not None
         decoupled = host.decoupled
         requests = []
-        for token, rid, cid, flags, timeout, params, wanted, tensors, direct in descs:
+        batch: list[Any] = []
+        sizes: dict[int, int] | None = None
+        for desc in descs:
+            if len(desc) == 4:  # unparsed: (token, header length, body, connection key)
+                parsed = self._parse(desc, decoupled)
+                if parsed is None:
+                    batch.append((desc[0], DECLINED, False))
+                    continue
+                request, size = parsed
+                if size != 1:
+                    sizes = sizes or {}
+                    sizes[desc[0]] = size
+                requests.append(request)
+                continue
+            token, rid, cid, flags, timeout, params, wanted, tensors, direct = desc
             wanted_set = set(wanted)
             requests.append(
                 InferenceRequest._server_side(
@@ -535,14 +573,52 @@ class Worker:
                     _Link(self, token, decoupled, wanted_set, direct),
                 )
             )
-        batch: list[Any] = []
         self._batch = batch
         try:
-            flags_out = host.execute(requests)
+            # (a declined request executes alone: nothing is left to run then)
+            flags_out = host.execute(requests) if requests else None
         finally:
             self._batch = None
         del requests
-        self.channel.send(("done", batch_id, batch, flags_out))
+        if sizes:
+            self.channel.send(("done", batch_id, batch, flags_out, sizes))
+        else:
+            self.channel.send(("done", batch_id, batch, flags_out))
+
+    def _parse(self, desc: Any, decoupled: bool) -> tuple[InferenceRequest, int] | None:
+        """An unparsed request, parsed and checked as the server would, and its batch
+        size; None: declined (the server parses it again and answers it, errors
+        included). Only plain requests are taken: no shared memory, no classification."""
+        token, header_len, block, key = desc
+        admission = self.admission
+        if admission is None or key not in self.connections:
+            return None
+        if isinstance(block, bytes):
+            body: Any = bytearray(block)
+        else:
+            body = memoryview(read_block(self.inputs, block)[0][3])
+        try:
+            parsed = parse_infer_request(body, header_len, admission, None)
+            req = parsed.request
+            if req.regions or not plain_outputs(parsed) or admission.check(req) is not None:
+                return None
+            tensors = []
+            for t in req.inputs.values():
+                array = t.array
+                assert array is not None
+                dtype = DTYPES.get(t.datatype)
+                if dtype is not None and array.dtype != dtype:
+                    array = array.view(dtype)  # (BF16 travels as uint16)
+                tensors.append(Tensor._wrap(t.name, t.datatype, array))
+        except Exception:  # (the server's own parse answers it: the error is the same)
+            return None
+        wanted = set(req.requested_outputs or admission.output_names)
+        link = _Link(self, token, decoupled, wanted, direct_answer(parsed, admission, key))
+        request = InferenceRequest._server_side(
+            req.id, req.correlation_id, tensors, wanted, req.flags, req.timeout_us,
+            params_json(req), link,
+        )  # fmt: skip
+        return request, req.batch_size
 
 
 def _die_with_parent() -> None:

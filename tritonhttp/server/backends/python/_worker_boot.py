@@ -23,6 +23,8 @@ def _boot() -> int:
         "tritonhttp": os.path.join(root, "tritonhttp"),
         "tritonhttp.utils": os.path.join(root, "tritonhttp", "utils"),
         "tritonhttp.server": os.path.join(root, "tritonhttp", "server"),
+        "tritonhttp.server.core": os.path.join(root, "tritonhttp", "server", "core"),
+        "tritonhttp.server.front": os.path.join(root, "tritonhttp", "server", "front"),
         "tritonhttp.server.backends": os.path.join(root, "tritonhttp", "server", "backends"),
         "tritonhttp.server.backends.python": here,
     }
