@@ -107,7 +107,7 @@ class InferRequest:
     #: an unparsed request: its (decompressed) body and JSON header length, for a backend
     #: whose instances parse requests themselves (``ModelVersion.parses_in_backend``);
     #: such a request carries no inputs and executes alone
-    body: tuple[bytearray, int] | None = None
+    body: tuple[bytearray | memoryview, int] | None = None
 
     def log_prefix(self) -> str:
         return f"[request id: {self.id or '<id_unknown>'}] "

@@ -50,6 +50,16 @@ __all__ = ["HttpFrontend"]
 
 log = logging.getLogger("tritonhttp.server")
 
+
+def _server_only(body: bytearray | memoryview, header_len: int) -> bool:
+    """Whether an infer body's JSON header may ask what only the server does (shared
+    memory, classification): such a body is never handed to a backend unparsed."""
+    head = body if type(body) is bytearray else bytes(body[:header_len])
+    return head.find(b"shared_memory", 0, header_len) >= 0 or (
+        head.find(b"classification", 0, header_len) >= 0
+    )
+
+
 _MODEL_RE = re.compile(
     r"/v2/models/([^/]+)(?:/versions/([0-9]+))?(?:/(infer|generate|generate_stream|ready|config|stats|trace/setting))?"
 )
@@ -726,9 +736,7 @@ class HttpFrontend:
             and self.forward is None
             and identity
             and ON_DISCONNECT in scope
-            and type(body) is bytearray
-            and body.find(b"shared_memory", 0, header_len) < 0
-            and body.find(b"classification", 0, header_len) < 0
+            and not _server_only(body, header_len)
             and await self._infer_unparsed(scope, send, model, body, header_len)
         ):
             return
@@ -814,7 +822,12 @@ class HttpFrontend:
         await self._send_infer_response(send, header, blobs, accept)
 
     async def _infer_unparsed(
-        self, scope: Scope, send: Send, model: ModelVersion, body: bytearray, header_len: int
+        self,
+        scope: Scope,
+        send: Send,
+        model: ModelVersion,
+        body: bytearray | memoryview,
+        header_len: int,
     ) -> bool:
         """Hand ``body`` unparsed to the model's worker process, which parses and checks it
         as the server would and writes the answer to the client itself

@@ -893,7 +893,7 @@ class ProcessInstance:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-def _body_block(arena: Producer, body: bytearray) -> Any:
+def _body_block(arena: Producer, body: bytearray | memoryview) -> Any:
     """An unparsed request's body for the worker: inside the message when small (as
     ``bytes``), else a block of one UINT8 tensor in the arena."""
     if len(body) <= INLINE:
