@@ -737,7 +737,7 @@ class HttpFrontend:
             and identity
             and ON_DISCONNECT in scope
             and not _server_only(body, header_len)
-            and await self._infer_unparsed(scope, send, model, body, header_len)
+            and await self._infer_unparsed(scope, send, model, body, header_len, accept)
         ):
             return
         parsed = parse_infer_request(body, header_len, model, self.core.shm)
@@ -828,6 +828,7 @@ class HttpFrontend:
         model: ModelVersion,
         body: bytearray | memoryview,
         header_len: int,
+        accept: bytes | None,
     ) -> bool:
         """Hand ``body`` unparsed to the model's worker process, which parses and checks it
         as the server would and writes the answer to the client itself
@@ -859,7 +860,7 @@ class HttpFrontend:
         # outputs the worker could not write itself (it parsed the body without error: so
         # does the server)
         parsed = parse_infer_request(body, header_len, model, self.core.shm)
-        await self._answer(scope, send, model, parsed, response, None)
+        await self._answer(scope, send, model, parsed, response, accept)
         return True
 
     async def _send_infer_response(
