@@ -384,6 +384,25 @@ def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
 
 
+def _both(
+    counted: tuple[str, _Counted],
+    in_process: str,
+    model: str,
+    body: bytes | str,
+    headers: dict[str, str],
+) -> tuple[Any, Any, int, list[dict[str, int]]]:
+    """The request sent to both servers: their answers, how many times our server parsed
+    it itself, and what it changed in each server's statistics of the model."""
+    url, counter = counted
+    before_stats = _stats(url, model), _stats(in_process, model)
+    before = counter.calls
+    ours = _post(url, model, body, headers)
+    theirs = _post(in_process, model, body, headers)
+    parses = counter.calls - before
+    after = _stats(url, model), _stats(in_process, model)
+    return ours, theirs, parses, [_delta(a, b) for a, b in zip(after, before_stats, strict=True)]
+
+
 def test_parses_in_backend_only_where_the_worker_can_answer_alone(
     counted: tuple[str, _Counted],
 ) -> None:
@@ -401,20 +420,14 @@ def test_the_worker_parses_a_plain_request_and_answers_it_as_the_server_would(
     counted: tuple[str, _Counted], in_process: str, case: str
 ) -> None:
     model, body, headers, batch = PLAIN[case]
-    url, counter = counted
-    before_stats = _stats(url, model), _stats(in_process, model)
-    before = counter.calls
-    ours = _post(url, model, body, headers)
-    theirs = _post(in_process, model, body, headers)
+    ours, theirs, parses, deltas = _both(counted, in_process, model, body, headers)
     # (outputs too large for the worker to write: the server parses the body to encode them)
     expected = 1 if case.startswith("outputs too large") else 0
-    assert counter.calls == before + expected, "the server parsed what the worker should have"
+    assert parses == expected, "the server parsed what the worker should have"
     assert (ours.status, ours.headers, ours.body) == (theirs.status, theirs.headers, theirs.body)
     if ours.status == 200 and ours.headers["content-type"] == "application/json":
         seen = next(o for o in ours.json()["outputs"] if o["name"] == "SEEN")
         assert json.loads(seen["data"][0])["writeable"], "the model's inputs must be writeable"
-    after = _stats(url, model), _stats(in_process, model)
-    deltas = [_delta(a, b) for a, b in zip(after, before_stats, strict=True)]
     assert deltas[0] == deltas[1]
     if ours.status == 200:
         assert deltas[0]["inference_count"] == batch
@@ -426,16 +439,10 @@ def test_a_request_the_server_would_refuse_is_answered_by_the_server(
     counted: tuple[str, _Counted], in_process: str, case: str
 ) -> None:
     model, body, headers = REFUSED[case]
-    url, counter = counted
-    before_stats = _stats(url, model), _stats(in_process, model)
-    before = counter.calls
-    ours = _post(url, model, body, headers)
-    theirs = _post(in_process, model, body, headers)
-    assert counter.calls == before + 1
+    ours, theirs, parses, deltas = _both(counted, in_process, model, body, headers)
+    assert parses == 1
     assert ours.status >= 400
     assert (ours.status, ours.headers, ours.body) == (theirs.status, theirs.headers, theirs.body)
-    after = _stats(url, model), _stats(in_process, model)
-    deltas = [_delta(a, b) for a, b in zip(after, before_stats, strict=True)]
     assert deltas[0] == deltas[1]  # (a declined request is not counted twice, or at all)
 
 
@@ -444,10 +451,7 @@ def test_what_the_worker_cannot_answer_alone_goes_the_usual_way(
     counted: tuple[str, _Counted], in_process: str, case: str
 ) -> None:
     model, body, headers = USUAL[case]
-    url, counter = counted
-    before = counter.calls
-    ours = _post(url, model, body, headers)
-    theirs = _post(in_process, model, body, headers)
-    assert counter.calls == before + 1
+    ours, theirs, parses, _ = _both(counted, in_process, model, body, headers)
+    assert parses == 1
     assert ours.status == 200
     assert (ours.status, ours.headers, ours.body) == (theirs.status, theirs.headers, theirs.body)

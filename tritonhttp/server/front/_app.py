@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import _json
-from .._extensions import DIRECT, ON_DISCONNECT, RESPOND, Answer
+from .._extensions import DIRECT, ON_DISCONNECT, RESPOND, Answer, DirectLink
 from ..core._bridge import instances_ready
 from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import BackendError, Code, CoreError
@@ -49,6 +49,25 @@ from ._infer import (
 __all__ = ["HttpFrontend"]
 
 log = logging.getLogger("tritonhttp.server")
+
+
+async def _infer_cancelled_on_leaving(
+    scope: Scope, model: ModelVersion, request: InferRequest
+) -> InferResponse:
+    """``model.infer(request)``, cancelled when the client goes away meanwhile (the
+    bundled HTTP server's disconnect callback)."""
+    scope[ON_DISCONNECT] = functools.partial(model.cancel, request)
+    try:
+        return await model.infer(request)
+    finally:
+        scope[ON_DISCONNECT] = None
+
+
+async def _finish(link: DirectLink, rest: bytes) -> None:
+    """Another process wrote the answer on ``link`` but ``rest``: the server sends it."""
+    waiting = link.finish(rest)
+    if waiting is not None:
+        await waiting
 
 
 def _server_only(body: bytearray | memoryview, header_len: int) -> bool:
@@ -772,16 +791,10 @@ class HttpFrontend:
                     link = offer_hook()
                     if link is not None:
                         request.direct = direct_offer(parsed, model, link)
-                scope[ON_DISCONNECT] = functools.partial(model.cancel, request)
-                try:
-                    response = await model.infer(request)
-                finally:
-                    scope[ON_DISCONNECT] = None
+                response = await _infer_cancelled_on_leaving(scope, model, request)
                 if response.answered:
                     assert link is not None
-                    waiting = link.finish(response.rest)
-                    if waiting is not None:
-                        await waiting
+                    await _finish(link, response.rest)
                     return
             else:
                 response = await _infer_watching(model, request, receive)
@@ -842,17 +855,11 @@ class HttpFrontend:
         request = InferRequest(id="", inputs={}, body=(body, header_len))
         request.start_ns = time.monotonic_ns()
         request.direct = direct_offer(None, model, link)
-        scope[ON_DISCONNECT] = functools.partial(model.cancel, request)
-        try:
-            response = await model.infer(request)
-        finally:
-            scope[ON_DISCONNECT] = None
+        response = await _infer_cancelled_on_leaving(scope, model, request)
         if response.declined:
             return False
         if response.answered:
-            waiting = link.finish(response.rest)
-            if waiting is not None:
-                await waiting
+            await _finish(link, response.rest)
             return True
         if response.error is not None:  # the model's error
             await send_error(send, response.error, TEXT)
