@@ -16,9 +16,11 @@ requests the worker takes must not be parsed by the server at all.
 
 from __future__ import annotations
 
+import http.client
 import json
 import struct
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -455,3 +457,52 @@ def test_what_the_worker_cannot_answer_alone_goes_the_usual_way(
     assert parses == 1
     assert ours.status == 200
     assert (ours.status, ours.headers, ours.body) == (theirs.status, theirs.headers, theirs.body)
+
+
+def test_clients_at_once_mixing_plain_and_refused_requests(
+    counted: tuple[str, _Counted], in_process: str
+) -> None:
+    """Keep-alive clients in parallel, each alternating requests the worker answers with
+    ones it declines: every client gets its own answers, in order, and the statistics
+    count exactly the requests that ran."""
+    url = counted[0]
+    refused = {name: REFUSED[name][1] for name in ("not JSON", "an unknown input")}
+    expected_errors = {}
+    for name, body in refused.items():
+        reply = _post(in_process, "echo", body, {})
+        expected_errors[name] = (reply.status, reply.body)
+    before = _stats(url, "echo")
+    failures: list[str] = []
+
+    def client(n: int) -> None:
+        host, port = url.rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        try:
+            for i in range(30):
+                if i % 3 == 2:
+                    name = list(refused)[i % 2]
+                    conn.request("POST", "/v2/models/echo/infer", refused[name])
+                    r = conn.getresponse()
+                    if (r.status, r.read()) != expected_errors[name]:
+                        failures.append(f"client {n} request {i}: not the expected error")
+                    continue
+                value = float(n * 1000 + i)
+                body = json.dumps({"id": f"{n}-{i}", "inputs": [_json_input("F", [value])]})
+                conn.request("POST", "/v2/models/echo/infer", body)
+                r = conn.getresponse()
+                doc = json.loads(r.read())
+                out = next(o for o in doc["outputs"] if o["name"] == "OUT_F")
+                if r.status != 200 or doc["id"] != f"{n}-{i}" or out["data"] != [value]:
+                    failures.append(f"client {n} request {i}: {doc}")
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not failures, failures[:5]
+    delta = _delta(_stats(url, "echo"), before)
+    assert delta["success"] == delta["inference_count"] == delta["execution_count"] == 8 * 20
+    assert "fail" not in delta
