@@ -180,7 +180,7 @@ def parse_json(data: bytes | bytearray | memoryview, first_wins: bool = False) -
     nul = raw.find(b"\0")
     if nul >= 0:  # RapidJSON reads a NUL-terminated string
         raw = raw[:nul]
-    skip = bom_length(raw) if raw[:1] in _BOM_BYTES else 0
+    skip = bom_length(raw) if raw and raw[0] in _BOM else 0
     if skip:
         raw = raw[skip:]  # (a second mark is not skipped)
     try:
@@ -202,8 +202,8 @@ def parse_body(body: bytes | bytearray | memoryview) -> Any:
     return parse_json(body, first_wins=True)
 
 
-#: the first bytes of a UTF-8 byte-order mark (each skipped where present, in order)
-_BOM_BYTES = (b"\xef", b"\xbb", b"\xbf")
+#: a UTF-8 byte-order mark (each of its bytes skipped where present, in order)
+_BOM = b"\xef\xbb\xbf"
 
 
 def bom_length(body: bytes | bytearray | memoryview) -> int:
@@ -212,7 +212,7 @@ def bom_length(body: bytes | bytearray | memoryview) -> int:
     as ``{``)."""
     raw = bytes(body[:3])
     skip = 0
-    for mark in (0xEF, 0xBB, 0xBF):
+    for mark in _BOM:
         if skip < len(raw) and raw[skip] == mark:
             skip += 1
     return skip
