@@ -84,6 +84,20 @@ def raw_round_trips(
     return total / n, best
 
 
+def instances_always_inline() -> None:
+    """In this process, model instances execute inline on the event loop from their first
+    call (a loaded server under steady load does so; a profiler or callgrind makes every
+    call slow, which would send them to their threads)."""
+    from tritonhttp.server.backends.python import _runner
+
+    plain_init = _runner.InstanceRunner.__init__
+
+    def always_inline(self: _runner.InstanceRunner, name: str, inline: str = "auto") -> None:
+        plain_init(self, name, "always")
+
+    _runner.InstanceRunner.__init__ = always_inline  # type: ignore[method-assign]
+
+
 def machine() -> str:
     """One line naming the machine a run was measured on (ratios differ between kinds).
 

@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from _common import ADD_BODY
+    from _common import ADD_BODY, instances_always_inline
 except ImportError:  # run as a module
-    from benchmarks._common import ADD_BODY
+    from benchmarks._common import ADD_BODY, instances_always_inline
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "models"
@@ -53,19 +53,6 @@ WARM_UP = 300
 BASE = 500
 
 
-def _always_inline() -> None:
-    """Model instances execute inline on the event loop from their first call: under
-    callgrind every call is slow, and the inline execution a loaded server uses is kept."""
-    from tritonhttp.server.backends.python import _runner
-
-    plain_init = _runner.InstanceRunner.__init__
-
-    def always_inline(self: _runner.InstanceRunner, name: str, inline: str = "auto") -> None:
-        plain_init(self, name, "always")
-
-    _runner.InstanceRunner.__init__ = always_inline  # type: ignore[method-assign]
-
-
 def _drive(repo: str, case: str, requests: int) -> None:
     """(In the child, under callgrind.) Serve ``requests`` requests of ``case``."""
     import uvloop
@@ -73,7 +60,7 @@ def _drive(repo: str, case: str, requests: int) -> None:
     from tritonhttp.server._options import parse_args
     from tritonhttp.server._server import Server
 
-    _always_inline()
+    instances_always_inline()
     path, method, body = CASES[case]
 
     async def main() -> None:
@@ -135,7 +122,7 @@ def _serve_child(argv: list[str]) -> None:
     """(In the child, under callgrind.) The server, its instances always inline."""
     from tritonhttp.server.__main__ import main as server_main
 
-    _always_inline()
+    instances_always_inline()
     raise SystemExit(server_main(argv))
 
 

@@ -157,6 +157,70 @@ MESSAGES = st.lists(
 )  # fmt: skip
 
 
+_FIELD = st.one_of(st.integers(-(1 << 63), (1 << 63) - 1), st.integers(), st.booleans(), st.just(0))
+#: the shapes of the two messages that travel packed, with values that may or may not
+#: fit them (those go pickled): each must come back the same, types included
+NEAR_PACKED = st.one_of(
+    st.builds(
+        lambda batch, token, size, body, key: ("exec", batch, [(token, size, body, key)]),
+        _FIELD, _FIELD, _FIELD, st.one_of(st.binary(max_size=600), st.tuples(st.binary())), _FIELD,
+    ),
+    st.builds(
+        lambda batch, token, desc, failed, flags: ("done", batch, [(token, desc, failed)], flags),
+        _FIELD, _FIELD,
+        st.sampled_from([(2, b""), (2, b"rest"), (0, 3, "error"), (3,), (2, bytearray())]),
+        st.sampled_from([False, True, 0]),
+        st.sampled_from([[False], [True], [0], None, [False, False]]),
+    ),
+)  # fmt: skip
+
+
+def _typed(value: Any) -> Any:
+    """``value`` with the type of every part beside it (so that 0 != False, b"" != bytearray)."""
+    if isinstance(value, (list, tuple)):
+        return (type(value), [_typed(v) for v in value])
+    return (type(value), value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages=st.lists(st.one_of(NEAR_PACKED, MESSAGES.map(tuple)), min_size=1, max_size=6),
+       data=st.data())  # fmt: skip
+def test_packed_messages_come_back_the_same_as_pickled_ones(messages: list[Any], data: Any) -> None:
+    """An unparsed request's ``exec`` and its ``done`` go packed with ``struct`` (not
+    pickled) when their values fit; whatever the values, every message must come back
+    equal and of the same types, however the stream is cut."""
+    stream = b"".join(encode(m) for m in messages)
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(stream)), max_size=8))))
+    reader = FrameReader()
+    out: list[Any] = []
+    start = 0
+    for cut in [*cuts, len(stream)]:
+        if cut > start:
+            out.extend(reader.feed(stream[start:cut]))
+            start = cut
+    assert [_typed(m) for m in out] == [_typed(m) for m in messages]
+
+
+def test_the_plain_request_messages_are_packed() -> None:
+    """The two messages of a plain request handed over unparsed are the packed ones (flagged
+    in the length's top bit), and are far smaller than pickled."""
+    body = b'{"inputs":[]}'
+    exec_frame = encode(("exec", 12, [(34, len(body), body, 56)]))
+    done_frame = encode(("done", 12, [(34, (2, b""), False)], [False]))
+    for frame in (exec_frame, done_frame):
+        head = int.from_bytes(frame[:4], "little")
+        assert head >> 31 == 1 and head & 0x7FFFFFFF == len(frame) - 4
+    assert exec_frame.endswith(body) and len(exec_frame) == 4 + 33 + len(body)
+    assert len(done_frame) == 4 + 17
+    # not the plain shapes: pickled (the top bit clear)
+    for other in (
+        ("exec", 12, [(34, 0, (b"", []), 56)]),
+        ("done", 12, [(34, (2, b"x"), False)], [False]),
+        ("done", 12, [(34, (2, b""), False)], [True]),
+    ):
+        assert encode(other)[3] >> 7 == 0
+
+
 @settings(max_examples=200, deadline=None)
 @given(messages=MESSAGES, data=st.data())
 def test_frames_come_out_whole_and_in_order_however_the_bytes_arrive(
