@@ -88,6 +88,22 @@ def url(bundled_server: Any) -> Iterator[str]:
     exchange(bundled_server.url, "POST", f"{SYS}/unregister")
 
 
+def test_a_region_is_no_longer_in_use_once_its_answer_arrived(url: str) -> None:
+    """Once the client has the answer of a request that read a region, the region is free:
+    unregistering it at once succeeds. (A worker process used to write such an answer to
+    the client itself, before the server had counted the request out of the region: the
+    unregister could come first and find the region in use.)"""
+    with region("r", new_key(), PAGE) as r:
+        shm.set_shared_memory_region(r, [np.arange(16, dtype=np.float32)])
+        for _ in range(60):
+            assert register(url, "r", r.shm_key, PAGE).status == 200
+            answer = identity(url, "FP32", 16, "r", 64)  # (a binary output, not in a region)
+            assert answer.status == 200
+            assert np.array_equal(np.frombuffer(binary_output(answer), np.float32), np.arange(16))
+            reply = exchange(url, "POST", f"{SYS}/region/r/unregister")
+            assert reply.status == 200, reply.body
+
+
 # ----------------------------------------------------------------------------- 2.51's bugs
 
 

@@ -785,9 +785,12 @@ class HttpFrontend:
                     offer_hook is not None
                     and model.answers_directly
                     and identity
+                    and not regions
                     and plain_outputs(parsed)
                 ):
-                    # a worker process may write the answer to the client itself
+                    # a worker process may write the answer to the client itself (not
+                    # for a request that reads a region: the client could then ask to
+                    # unregister it before the server has counted the request out of it)
                     link = offer_hook()
                     if link is not None:
                         request.direct = direct_offer(parsed, model, link)
