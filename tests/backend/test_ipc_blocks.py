@@ -175,6 +175,20 @@ NEAR_PACKED = st.one_of(
 )  # fmt: skip
 
 
+def _through_a_reader(messages: list[Any], data: Any) -> list[Any]:
+    """``messages`` framed, fed to one reader in pieces cut where ``data`` draws, read."""
+    stream = b"".join(encode(m) for m in messages)
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(stream)), max_size=8))))
+    reader = FrameReader()
+    out: list[Any] = []
+    start = 0
+    for cut in [*cuts, len(stream)]:
+        if cut > start:
+            out.extend(reader.feed(stream[start:cut]))
+            start = cut
+    return out
+
+
 def _typed(value: Any) -> Any:
     """``value`` with the type of every part beside it (so that 0 != False, b"" != bytearray)."""
     if isinstance(value, (list, tuple)):
@@ -189,15 +203,7 @@ def test_packed_messages_come_back_the_same_as_pickled_ones(messages: list[Any],
     """An unparsed request's ``exec`` and its ``done`` go packed with ``struct`` (not
     pickled) when their values fit; whatever the values, every message must come back
     equal and of the same types, however the stream is cut."""
-    stream = b"".join(encode(m) for m in messages)
-    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(stream)), max_size=8))))
-    reader = FrameReader()
-    out: list[Any] = []
-    start = 0
-    for cut in [*cuts, len(stream)]:
-        if cut > start:
-            out.extend(reader.feed(stream[start:cut]))
-            start = cut
+    out = _through_a_reader(messages, data)
     assert [_typed(m) for m in out] == [_typed(m) for m in messages]
 
 
@@ -229,16 +235,7 @@ def test_frames_come_out_whole_and_in_order_however_the_bytes_arrive(
     """Control messages cut at any byte (one message per read is the usual case, the
     reader's fast path; several per read, or a message split over reads, must give the
     same messages in the same order)."""
-    stream = b"".join(encode(m) for m in messages)
-    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(stream)), max_size=8))))
-    reader = FrameReader()
-    out: list[Any] = []
-    start = 0
-    for cut in [*cuts, len(stream)]:
-        if cut > start:
-            out.extend(reader.feed(stream[start:cut]))
-            start = cut
-    assert out == messages
+    assert _through_a_reader(messages, data) == messages
 
 
 def test_one_whole_message_per_read_leaves_nothing_behind() -> None:
