@@ -227,6 +227,19 @@ def test_the_plain_request_messages_are_packed() -> None:
         assert encode(other)[3] >> 7 == 0
 
 
+def test_a_pickled_message_too_large_for_its_frame_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The frame length's top bit marks packed messages, so a pickled one must stay under
+    2 GiB: a larger one is refused with a clear error rather than read back as packed
+    (the limit is lowered here to keep the test small)."""
+    from tritonhttp.server.backends.python import _ipc
+
+    monkeypatch.setattr(_ipc, "_SIZE", 100)
+    with pytest.raises(ValueError, match="over the 2 GiB limit"):
+        encode(("reply", 1, b"x" * 200))
+
+
 @settings(max_examples=200, deadline=None)
 @given(messages=MESSAGES, data=st.data())
 def test_frames_come_out_whole_and_in_order_however_the_bytes_arrive(

@@ -99,6 +99,8 @@ def encode(message: Any) -> bytes:
     if packed is not None:
         return _LEN.pack(len(packed) | _PACKED) + packed
     payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(payload) > _SIZE:
+        raise ValueError(f"a control message of {len(payload)} bytes is over the 2 GiB limit")
     return _LEN.pack(len(payload)) + payload
 
 
@@ -112,13 +114,14 @@ def _pack(m: Any) -> bytes | None:
         if kind == "exec" and len(m) == 3:
             descs = m[2]
             if type(descs) is list and len(descs) == 1:
-                token, header_len, body, key = descs[0]
-                if (
-                    type(body) is bytes
-                    and type(descs[0]) is tuple
-                    and type(m[1]) is type(token) is type(header_len) is type(key) is int
-                ):
-                    return _EXEC.pack(_EXEC_KIND, m[1], token, header_len, key) + body
+                desc = descs[0]
+                if type(desc) is tuple and len(desc) == 4:  # (not a parsed request's)
+                    token, header_len, body, key = desc
+                    if (
+                        type(body) is bytes
+                        and type(m[1]) is type(token) is type(header_len) is type(key) is int
+                    ):
+                        return _EXEC.pack(_EXEC_KIND, m[1], token, header_len, key) + body
         elif kind == "done" and len(m) == 4:
             finals, flags = m[2], m[3]
             if (
@@ -128,10 +131,10 @@ def _pack(m: Any) -> bytes | None:
                 and len(flags) == 1
                 and flags[0] is False
             ):
-                token, desc, failed = finals[0]
+                final = finals[0]
+                token, desc, failed = final if type(final) is tuple else (None, None, None)
                 if (
                     failed is False
-                    and type(finals[0]) is tuple
                     and type(desc) is tuple
                     and len(desc) == 2
                     and type(desc[0]) is int
