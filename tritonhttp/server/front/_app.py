@@ -37,13 +37,13 @@ from ._http import (
 )
 from ._infer import (
     ParsedInfer,
+    answerable_elsewhere,
     compress,
     direct_offer,
     encode_response,
     inflate,
     parse_infer_request,
     pick_encoding,
-    plain_outputs,
 )
 
 __all__ = ["HttpFrontend"]
@@ -785,12 +785,9 @@ class HttpFrontend:
                     offer_hook is not None
                     and model.answers_directly
                     and identity
-                    and not regions
-                    and plain_outputs(parsed)
+                    and answerable_elsewhere(parsed)
                 ):
-                    # a worker process may write the answer to the client itself (not
-                    # for a request that reads a region: the client could then ask to
-                    # unregister it before the server has counted the request out of it)
+                    # a worker process may write the answer to the client itself
                     link = offer_hook()
                     if link is not None:
                         request.direct = direct_offer(parsed, model, link)

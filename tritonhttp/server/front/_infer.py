@@ -33,13 +33,13 @@ if TYPE_CHECKING:
 __all__ = [
     "OutputSpec",
     "ParsedInfer",
+    "answerable_elsewhere",
     "direct_answer",
     "direct_offer",
     "encode_response",
     "inflate",
     "parse_infer_request",
     "pick_encoding",
-    "plain_outputs",
 ]
 
 _I64_MIN, _I64_MAX, _U64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
@@ -707,14 +707,18 @@ def encode_response(
         raise CoreError(str(e)) from None
 
 
-def plain_outputs(parsed: ParsedInfer) -> bool:
-    """No output is asked with classification or into shared memory (which only the
-    server does): another process may encode and send the answer."""
-    return not any(spec.classification or spec.shm is not None for spec in parsed.outputs.values())
+def answerable_elsewhere(parsed: ParsedInfer) -> bool:
+    """Another process may encode and send the answer: no output is asked with
+    classification or into shared memory (which only the server does), and no input is
+    read from shared memory (the server must count the request out of its region before
+    the client has the answer, or an unregister sent at once finds the region in use)."""
+    if parsed.request.regions:  # (an output into shared memory has a region too)
+        return False
+    return not any(spec.classification for spec in parsed.outputs.values())
 
 
 def direct_offer(parsed: ParsedInfer | None, model: ModelVersion, link: DirectLink) -> DirectOffer:
-    """The offer to answer ``parsed`` (:func:`plain_outputs`) on ``link`` for the backend
+    """The offer to answer ``parsed`` (:func:`answerable_elsewhere`) on ``link`` for the backend
     (None: an unparsed request, which the backend parses itself)."""
     answer = None if parsed is None else direct_answer(parsed, model, link.key)
     return DirectOffer(link.key, link.fd, link.on_close, (link.json_head, link.binary_head), answer)

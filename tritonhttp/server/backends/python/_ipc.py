@@ -132,19 +132,20 @@ def _pack(m: Any) -> bytes | None:
                 and flags[0] is False
             ):
                 final = finals[0]
-                token, desc, failed = final if type(final) is tuple else (None, None, None)
-                if (
-                    failed is False
-                    and type(desc) is tuple
-                    and len(desc) == 2
-                    and type(desc[0]) is int
-                    and desc[0] == 2
-                    and type(desc[1]) is bytes
-                    and not desc[1]
-                    and type(m[1]) is type(token) is int
-                ):
-                    return _DONE.pack(_DONE_KIND, m[1], token)
-    except (ValueError, TypeError, struct.error):  # (another shape, or past 64 bits)
+                if type(final) is tuple and len(final) == 3:
+                    token, desc, failed = final
+                    if (
+                        failed is False
+                        and type(desc) is tuple
+                        and len(desc) == 2
+                        and type(desc[0]) is int
+                        and desc[0] == 2
+                        and type(desc[1]) is bytes
+                        and not desc[1]
+                        and type(m[1]) is type(token) is int
+                    ):
+                        return _DONE.pack(_DONE_KIND, m[1], token)
+    except struct.error:  # (a number past 64 bits)
         return None
     return None
 

@@ -52,7 +52,7 @@ from ._ipc import (
 
 try:  # parsing requests here (unparsed requests); an EXECUTION_ENV_PATH env may lack rapidjson
     from ...core._admission import Admission
-    from ...front._infer import direct_answer, parse_infer_request, plain_outputs
+    from ...front._infer import answerable_elsewhere, direct_answer, parse_infer_request
     from ._convert import params_json
 except ImportError:  # pragma: no cover (the server then parses every request itself)
     Admission = None  # type: ignore[assignment,misc]
@@ -600,7 +600,7 @@ class Worker:
         try:
             parsed = parse_infer_request(body, header_len, admission, None)
             req = parsed.request
-            if req.regions or not plain_outputs(parsed) or admission.check(req) is not None:
+            if not answerable_elsewhere(parsed) or admission.check(req) is not None:
                 return None
             tensors = []
             for t in req.inputs.values():
