@@ -213,3 +213,23 @@ def test_sequences_spread_over_instances(probes: dict[str, Probe]) -> None:
 
     assert shape(triton) == {"s1": 0, "s2": 1, "e1": 0, "s3": 0, "e2": 1, "e3": 0}
     assert shape(ours) == shape(triton)
+
+
+@pytest.mark.parametrize("model", ["seq_plain", "seq_iter"])
+def test_a_sequence_has_ended_once_its_last_answer_arrived(
+    probes: dict[str, Probe], model: str
+) -> None:
+    """The answer that ends a sequence reaches the client only after the sequence is
+    released: a request sent right after it, without START, is refused every time (a
+    worker process writing that answer itself raced the server's release)."""
+    error = (
+        f"inference request for sequence 31 to model '{model}' must specify the START flag "
+        "on the first request of the sequence"
+    )
+    refused = (400, "application/json", b'{"error":"' + error.encode() + b'"}')
+    for name, probe in probes.items():
+        for n in range(40 if name == "ours" else 5):
+            last = {"sequence_id": 31, "sequence_start": True, "sequence_end": True}
+            assert probe.post(model, f"a{n}", 0, None, params=last).status == 200, name
+            reply = probe.post(model, f"b{n}", 0, None, params={"sequence_id": 31})
+            assert outcome(reply) == refused, (name, n)

@@ -105,10 +105,13 @@ class ModelVersion:
             scheduler = FifoScheduler(instances, self._execute, self.stats)
         self.scheduler = scheduler
         self.cache = cache if cache is not None and config.response_cache.enable else None
-        #: every instance may write an answer to the client itself (``InferRequest.direct``)
+        #: every instance may write an answer to the client itself (``InferRequest.direct``);
+        #: never under the sequence batcher, which must end or release a request's sequence
+        #: before the client has its answer and can send the next request
         self.answers_directly = (
             bool(instances)
             and self.cache is None
+            and self._sequence is None
             and not self.decoupled
             and all(getattr(i, "answers_directly", False) for i in instances)
         )
