@@ -77,10 +77,9 @@ def _model_module() -> Any:
 
 
 async def _run(n: int) -> None:
-    from triton_python_backend_utils._request import InferenceRequest
     from tritonhttp.server._options import parse_args
     from tritonhttp.server._server import Server
-    from tritonhttp.server.backends.python._convert import params_json, pb_tensor
+    from tritonhttp.server.backends.python._convert import pb_request, pb_tensor
     from tritonhttp.server.backends.python._inprocess import _Link
     from tritonhttp.server.core._types import ExecutionTimes
     from tritonhttp.server.front._infer import encode_response, parse_infer_request
@@ -114,18 +113,7 @@ async def _run(n: int) -> None:
         req = next(pool)
         link = _Link(req, False, wanted, loop, ident)
         inputs = [pb_tensor(t.name, t.datatype, t.array) for t in req.inputs.values()]
-        return [
-            InferenceRequest._server_side(
-                req.id,
-                req.correlation_id,
-                inputs,
-                wanted,
-                req.flags,
-                req.timeout_us,
-                params_json(req),
-                link,
-            )
-        ]
+        return [pb_request(req, inputs, wanted, link)]
 
     built = pb_requests()
     one = parsed()

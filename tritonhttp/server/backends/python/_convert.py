@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from triton_python_backend_utils._errors import ErrorCode, TritonError
-from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
+from triton_python_backend_utils._request import InferenceRequest, InferenceResponse, RequestLink
 from triton_python_backend_utils._tensor import Tensor, bytes_items
 
 from ....utils._dtypes import BF16
@@ -20,6 +20,7 @@ __all__ = [
     "core_request",
     "core_response",
     "params_json",
+    "pb_request",
     "pb_response",
     "pb_tensor",
     "requested_names",
@@ -35,6 +36,17 @@ def params_json(req: InferRequest) -> str:
 def requested_names(req: InferRequest, output_names: set[str]) -> set[str]:
     """What the model is told the client asked for (all config outputs when nothing)."""
     return set(req.requested_outputs) if req.requested_outputs else set(output_names)
+
+
+def pb_request(
+    req: InferRequest, inputs: list[Tensor], wanted: set[str], link: RequestLink
+) -> InferenceRequest:
+    """The pb_utils request ``execute`` receives for the core's ``req``, over ``inputs``,
+    answering through ``link``."""
+    return InferenceRequest._server_side(
+        req.id, req.correlation_id, inputs, wanted, req.flags, req.timeout_us,
+        params_json(req), link,
+    )  # fmt: skip
 
 
 def pb_tensor(name: str, datatype: str, array: np.ndarray[Any, Any]) -> Tensor:

@@ -14,7 +14,7 @@ import time
 from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
 
 from ...core._types import ExecutionTimes, InferRequest, InferResponse
-from ._convert import core_error, core_response, params_json, pb_tensor, requested_names
+from ._convert import core_error, core_response, pb_request, pb_tensor, requested_names
 from ._execution import ModelHost
 from ._runner import InstanceRunner
 from ._services import ModelServices
@@ -139,18 +139,7 @@ class InProcessInstance:
             inputs = []
             for t in req.inputs.values():
                 inputs.append(pb_tensor(t.name, t.datatype, t.array))  # type: ignore[arg-type]
-            pb_requests.append(
-                InferenceRequest._server_side(
-                    req.id,
-                    req.correlation_id,
-                    inputs,
-                    wanted,
-                    req.flags,
-                    req.timeout_us,
-                    params_json(req),
-                    link,
-                )
-            )
+            pb_requests.append(pb_request(req, inputs, wanted, link))
         t1 = time.monotonic_ns()
         times.input_ns = t1 - t0
         runner = self._runner

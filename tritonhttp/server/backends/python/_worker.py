@@ -53,7 +53,7 @@ from ._ipc import (
 try:  # parsing requests here (unparsed requests); an EXECUTION_ENV_PATH env may lack rapidjson
     from ...core._admission import Admission
     from ...front._infer import answerable_elsewhere, direct_answer, parse_infer_request
-    from ._convert import params_json
+    from ._convert import pb_request
 except ImportError:  # pragma: no cover (the server then parses every request itself)
     Admission = None  # type: ignore[assignment,misc]
 
@@ -614,11 +614,7 @@ class Worker:
             return None
         wanted = set(req.requested_outputs or admission.output_names)
         link = _Link(self, token, decoupled, wanted, direct_answer(parsed, admission, key))
-        request = InferenceRequest._server_side(
-            req.id, req.correlation_id, tensors, wanted, req.flags, req.timeout_us,
-            params_json(req), link,
-        )  # fmt: skip
-        return request, req.batch_size
+        return pb_request(req, tensors, wanted, link), req.batch_size
 
 
 def _die_with_parent() -> None:
