@@ -1,6 +1,7 @@
 """The Python-backend runtime against real Triton 2.51.0, side by side in one run.
 
     python benchmarks/backend_bench.py [--seconds 2] [--rounds 3] [--skip-real]
+                                       [--python PATH ...]
 
 Cases (every server in turn, alternating rounds; medians, with the spread of the rounds):
 
@@ -10,6 +11,12 @@ Cases (every server in turn, alternating rounds; medians, with the spread of the
 * a CPU-bound model (a pure-Python loop that holds the GIL) with ``count: 2`` against
   ``count: 1``, four clients (requests/s; their ratio shows the parallelism of worker
   processes; in-process isolation is shown for contrast).
+
+The server runs on the interpreter that runs this script, and so does real Triton's
+Python-backend stub (it loads this interpreter's libpython). ``--python PATH`` adds our
+server under another interpreter to the add_sub rounds: the interpreter's build (PGO,
+LTO) moves our figures by a third on the 2-core machine, and real Triton's hardly
+(docs/performance.md).
 
 Load comes from wrk when it is installed (``apt-get install -y wrk``), else from a small
 keep-alive load generator of this script. Prints ``name: ours X, reference Y, ratio R``.
@@ -137,11 +144,11 @@ def _python_load(url: str, path: str, body: str, connections: int, seconds: floa
 # ----------------------------------------------------------------------------- servers
 
 
-def _ours(*flags: str) -> Callable[[Path], Any]:
+def _ours(*flags: str, python: str | None = None) -> Callable[[Path], Any]:
     def start(repo: Path) -> Any:
         from tritonhttp.server import _launch
 
-        return _launch.start(repo, "--log-info=false", *flags)
+        return _launch.start(repo, "--log-info=false", *flags, python=python)
 
     return start
 
@@ -175,6 +182,18 @@ def _measure(
             s.stop()
 
 
+def _describe(python: str) -> str:
+    """``interpreter()``'s line for another Python."""
+    here = str(Path(__file__).resolve().parent)
+    code = (
+        f"import sys; sys.path.insert(0, {here!r}); from _common import interpreter; "
+        "print(interpreter())"
+    )
+    return subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
 def _fmt(values: list[float]) -> str:
     med = statistics.median(values)
     spread = (max(values) - min(values)) / med * 100 if med else 0.0
@@ -186,6 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=2, help="duration of each round")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per case")
     parser.add_argument("--skip-real", action="store_true", help="measure our server only")
+    parser.add_argument(
+        "--python", action="append", default=[], metavar="PATH",
+        help="also run our server under this interpreter (with tritonhttp[server] "
+        "installed), in the same rounds; repeatable",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     print(machine())
     load = _wrk if shutil.which("wrk") else _python_load
@@ -208,6 +232,13 @@ def main(argv: list[str] | None = None) -> int:
             "process": (_ours(), add),
             "in-process": (_ours("--python-isolation=in-process"), add),
         }
+        for python in args.python:
+            print(f"also: {_describe(python)}")
+            cases[f"process [{python}]"] = (_ours(python=python), add)
+            cases[f"in-process [{python}]"] = (
+                _ours("--python-isolation=in-process", python=python),
+                add,
+            )
         if real_ok:
             cases["triton"] = (_real, add)
         for connections in (1, 16):
@@ -218,7 +249,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {name}: {_fmt(values)}")
             if real_ok:
                 ref = statistics.median(res["triton"])
-                for name in ("process", "in-process"):
+                for name in res:
+                    if name == "triton":
+                        continue
                     ours = statistics.median(res[name])
                     print(f"add_sub JSON -c{connections}, {name}: ours {ours:.0f}, reference "
                           f"{ref:.0f}, ratio {ours / ref:.2f}")  # fmt: skip

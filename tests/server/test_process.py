@@ -289,3 +289,16 @@ def test_start_raises_the_open_files_soft_limit() -> None:
     finally:
         process.terminate()
         process.wait(30)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell-script interpreter")
+def test_launch_runs_the_server_under_the_interpreter_given(tmp_path: Path) -> None:
+    # (backend_bench.py --python compares interpreter builds with this)
+    marker = tmp_path / "used"
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" > "{marker}"\nexec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
+    with _launch.running(MODELS, "--model-control-mode=explicit", python=str(wrapper)) as server:
+        assert exchange(server.url, "GET", "/v2/health/live").status == 200
+        assert server.args[0] == str(wrapper)
+    assert marker.read_text().startswith("-m tritonhttp.server ")

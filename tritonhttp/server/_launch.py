@@ -38,10 +38,14 @@ def start(
     wait_ready: bool = True,
     timeout: float = 60.0,
     log_path: str | os.PathLike[str] | None = None,
+    python: str | None = None,
 ) -> BundledServer:
-    """Start the server on free ports and wait until it is live (and ready)."""
+    """Start the server on free ports and wait until it is live (and ready).
+
+    ``python``: the interpreter to run it with (default: this one's)."""
     http, metrics = _process.free_ports(2)
-    args = [sys.executable, "-m", "tritonhttp.server", *_process.repository_flags(model_repository)]
+    args = [python or sys.executable, "-m", "tritonhttp.server"]
+    args += _process.repository_flags(model_repository)
     args += [f"--http-port={http}", f"--metrics-port={metrics}", *extra_args]
     log = (
         Path(log_path)
