@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tritonhttp.server import _httpserver
 from tritonhttp.server._extensions import ON_DISCONNECT, RESPOND
 from tritonhttp.server._httpserver import MAX_HEAD_BYTES, HttpServer
 
@@ -648,6 +649,41 @@ def test_busy_wait_serves_back_to_back_requests() -> None:
             for i in range(50):
                 sock.sendall(_post(f"/{i}", "b"))
                 assert _read_response(sock, buf).endswith(f"/{i}:b".encode())
+
+
+def test_busy_wait_polls_once_the_answered_application_has_ended(monkeypatch: Any) -> None:
+    # the poll for the next request waits for nothing the answered request still does
+    # after its send (that work would otherwise delay the next request)
+    events: list[str] = []
+    plain_poll = _httpserver._Connection._poll_next
+
+    def poll_next(self: Any, *args: Any) -> None:
+        events.append("poll")
+        plain_poll(self, *args)
+
+    monkeypatch.setattr(_httpserver._Connection, "_poll_next", poll_next)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await _read_all(receive)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", b"2")]})  # fmt: skip
+        events.append("answering " + scope["path"])
+        await send({"type": "http.response.body", "body": b"ok"})
+        events.append("ended " + scope["path"])
+
+    with serving(app, busy_wait_us=200_000) as s:
+        host, port = s.url.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            buf = bytearray()
+            for i in range(10):
+                sock.sendall(_post(f"/{i}", "b"))
+                assert _read_response(sock, buf).endswith(b"ok")
+        assert _eventually(lambda: events.count("ended /9") == 1)
+    polls = [i for i, e in enumerate(events) if e == "poll"]
+    assert len(polls) >= 8, events  # (the first request is not yet "back to back")
+    for i in polls:
+        answering = [e for e in events[:i] if e.startswith("answering ")][-1]
+        assert "ended " + answering.split()[1] in events[:i], events
 
 
 # ----------------------------------------------------------------------------- uvicorn
