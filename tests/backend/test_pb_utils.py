@@ -539,10 +539,43 @@ def test_format_exception_matches_the_stub() -> None:
     except ValueError as e:
         text = _loader.format_exception(e)
     assert text.startswith("ValueError: boom\n\nAt:\n")
+    # innermost first, then outwards through the callers (here up to pytest's own frames)
     assert text.splitlines()[3].endswith("): inner")
-    assert text.endswith("): test_format_exception_matches_the_stub\n")
+    assert text.splitlines()[4].endswith("): test_format_exception_matches_the_stub")
     try:
         pb.Tensor("", np.zeros(1))
     except pb.TritonModelException as e:
         text = _loader.format_exception(e)
     assert "_tensor.py" not in text  # pb_utils' own frames are not shown
+
+
+def test_format_exception_out_of_a_coroutine_follows_the_interpreter() -> None:
+    """Out of ``async def execute`` on a loop thread (built as the stub builds its own),
+    Python 3.12+ lists the loop's and thread's frames after ``execute``, as real Triton's
+    stub does there; 3.11 and earlier stop at the innermost coroutine."""
+
+    async def go() -> None:
+        await asyncio.sleep(0)
+        raise KeyError("async boom")
+
+    async def execute() -> None:
+        await go()
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(KeyError) as caught:
+            asyncio.run_coroutine_threadsafe(execute(), loop).result(10)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+    text = _loader.format_exception(caught.value)
+    names = [line.rsplit(": ", 1)[1] for line in text.splitlines()[3:]]
+    if sys.version_info >= (3, 12):
+        assert names == ["go", "execute", "_run", "_run_once", "run_forever", "run",
+                         "_bootstrap_inner", "_bootstrap"]  # fmt: skip
+        assert "asyncio/events.py(" in text and "threading.py(" in text
+    else:
+        assert names == ["go"]

@@ -241,7 +241,6 @@ class ModelHost:
                 f"Python model {self.model_file} does not implement `execute` method.",
             )
             return [False] * n
-        awaited = False
         try:
             result = execute(requests)
             if inspect.iscoroutine(result):
@@ -249,15 +248,13 @@ class ModelHost:
                     self._schedule(result)
                     result = None
                 else:
-                    awaited = True
                     result = self._run_coroutine(result)
         except BaseException as e:
             if isinstance(e, KeyboardInterrupt):
                 raise
             if isinstance(e, SystemExit) and self.exit_on_system_exit:
                 raise
-            # out of a coroutine, Triton's traceback starts below ``execute`` itself
-            self._fail_all(requests, format_exception(e, skip=1 if awaited else 0))
+            self._fail_all(requests, format_exception(e))
             return [False] * n
         if self.decoupled:
             return self._decoupled_return(requests, result)

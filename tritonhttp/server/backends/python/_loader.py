@@ -12,7 +12,6 @@ import contextlib
 import importlib.util
 import sys
 import threading
-import traceback
 import types
 from pathlib import Path
 
@@ -81,29 +80,42 @@ def import_model_module(
 
 _SERVER_DIR = str(Path(__file__).resolve().parents[2])
 _PB_DIR = str(Path(_pb_utils.__file__).resolve().parent)
-_RUNTIME_PARTS = ("concurrent/futures/", "asyncio/", "threading.py")
+_MAX_FRAMES = 1000
 
 
-def _is_server_frame(filename: str) -> bool:
-    return filename.startswith(_SERVER_DIR) or any(p in filename for p in _RUNTIME_PARTS)
+def _ours(filename: str) -> bool:
+    """A frame of the server or of pb_utils (C++ in Triton, so never shown)."""
+    return filename.startswith((_SERVER_DIR, _PB_DIR))
 
 
-def format_exception(exc: BaseException, skip: int = 0) -> str:
+def format_exception(exc: BaseException) -> str:
     """``<Type>: <message>\\n\\nAt:\\n  <file>(<line>): <function>\\n...``, innermost first.
 
-    The server's own frames (and the thread/asyncio machinery) at the outer end of the
-    traceback are left out, as if the model had been called directly; ``skip`` drops more.
+    As the stub's pybind11 formats it: from the innermost frame of the traceback that is
+    not pb_utils' own, outwards through each frame's caller (``f_back``) with the line it
+    is at, up to the code that called into the model. Which callers a finished frame
+    still knows depends on the interpreter: out of an ``async def execute`` run on the
+    event-loop thread, Python 3.12 and later list the loop's and the thread's frames
+    after ``execute``, Python 3.11 and earlier stop at the innermost coroutine, in Triton
+    as here (the loop thread is built the same way). The server's own frames end it.
     """
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, SyntaxError):
         return text
-    frames = list(traceback.extract_tb(exc.__traceback__))
-    while frames and _is_server_frame(frames[0].filename):
-        frames.pop(0)
-    frames = frames[skip:]
-    while frames and frames[-1].filename.startswith(_PB_DIR):
-        frames.pop()  # pb_utils' own frames (C++ in Triton) are not shown
-    if not frames:
+    innermost: types.FrameType | None = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if not _ours(tb.tb_frame.f_code.co_filename):
+            innermost = tb.tb_frame
+        tb = tb.tb_next
+    lines = []
+    frame = innermost
+    while frame is not None and len(lines) < _MAX_FRAMES:
+        filename = frame.f_code.co_filename
+        if _ours(filename):
+            break
+        lines.append(f"  {filename}({frame.f_lineno}): {frame.f_code.co_name}\n")
+        frame = frame.f_back
+    if not lines:
         return text
-    lines = "".join(f"  {f.filename}({f.lineno}): {f.name}\n" for f in reversed(frames))
-    return f"{text}\n\nAt:\n{lines}"
+    return f"{text}\n\nAt:\n{''.join(lines)}"
