@@ -108,7 +108,7 @@ def format_exception(exc: BaseException) -> str:
         if not _ours(tb.tb_frame.f_code.co_filename):
             innermost = tb.tb_frame
         tb = tb.tb_next
-    lines = []
+    lines: list[str] = []
     frame = innermost
     while frame is not None and len(lines) < _MAX_FRAMES:
         filename = frame.f_code.co_filename
