@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
+import pytest
 from server._wire import Reply, exchange, infer_body
 
 __all__ = [
@@ -16,7 +18,28 @@ __all__ = [
     "instance_agnostic",
     "mode_call",
     "output",
+    "reference",
 ]
+
+#: Real Triton 2.51's Python-backend stubs for Python 3.12 and 3.13 (not 3.11, which CI
+#: runs, nor earlier) now and then hang in BLS calls; Triton then answers this for the
+#: model until it restarts the stub.
+_STUB_HUNG = re.compile(r"Stub process '[^']*' is not healthy\.")
+
+
+def reference(answer: Any) -> Any:
+    """Real Triton's ``answer``, or a skip when its stub hung on Python 3.12+ (its defect,
+    reported by Triton itself: there is nothing to compare with)."""
+    if isinstance(answer, bytes):
+        text = answer.decode(errors="replace")
+    else:  # JSON keeps the quotes of the error text as they are (repr would escape them)
+        text = answer if isinstance(answer, str) else json.dumps(answer, default=str)
+    if sys.version_info >= (3, 12) and _STUB_HUNG.search(text):
+        pytest.skip(
+            f"real Triton 2.51's Python {sys.version_info[0]}.{sys.version_info[1]} stub "
+            "hung (its defect, not seen on 3.11): nothing to compare with"
+        )
+    return answer
 
 
 def infer(

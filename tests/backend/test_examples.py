@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ._http import exchange, infer_body
+from ._http import exchange, infer_body, reference
 from .conftest import EXAMPLES, Start
 
 pytestmark = pytest.mark.real_triton
@@ -75,6 +75,7 @@ def real(real_triton_factory: Any) -> Any:
 def test_same_answer_as_triton(real: Any, ours: Start, method: str, path: str, body: str) -> None:
     server = ours(EXAMPLES)
     r = exchange(real.url, method, path, body)
+    reference(r.body)
     o = exchange(server.url, method, path, body)
     assert (o.status, o.headers.get("content-type"), _normalise(o.body)) == (
         r.status,

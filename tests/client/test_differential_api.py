@@ -53,7 +53,7 @@ import tritonhttp
 from tritonhttp import utils
 
 from ._scripted import ScriptedServer, serving
-from .test_capture import _answer, normalize
+from .test_capture import OLD_GEVENTHTTPCLIENT, _answer, normalize
 
 _EXAMPLES = os.environ.get("TRITONHTTP_DIFFERENTIAL_EXAMPLES")
 
@@ -1307,7 +1307,11 @@ def test_client_methods(
     if numpy_in_json(call_ref, printed=False)(outcomes[0], outcomes[1]):
         return
     check(what, outcomes[0], outcomes[1], printed=False)
-    assert sent[0] == sent[1], f"{what}: different requests"
+    # Under geventhttpclient < 2.6 (Python 3.10) the reference frames some requests
+    # otherwise (a header given an empty list, a POST without a body); tritonhttp's
+    # request bytes follow tritonclient with a current geventhttpclient.
+    if not OLD_GEVENTHTTPCLIENT:
+        assert sent[0] == sent[1], f"{what}: different requests"
 
 
 # -- divergences found, pinned ---------------------------------------------------------------

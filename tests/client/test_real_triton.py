@@ -8,6 +8,7 @@ included) or the same exception (``str``, status, message).
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from ._scenarios import (
     string_sequence_id,
 )
 from .conftest import Pair
+from .test_capture import OLD_GEVENTHTTPCLIENT
 
 pytestmark = pytest.mark.real_triton
 
@@ -259,6 +261,8 @@ def test_verbose_output_is_the_same(pair: Pair, capsys: pytest.CaptureFixture[st
             capsys.readouterr()
             calls(c, module)
             outputs.append(capsys.readouterr().out)
+    if OLD_GEVENTHTTPCLIENT:  # the reference printed the bytearray its transport read
+        outputs[1] = re.sub(r"""(?m)^bytearray\((b(['"]).*\2)\)$""", r"\1", outputs[1])
     assert outputs[0] == outputs[1]
     assert (
         "POST /v2/models/add_sub/infer, headers {'Inference-Header-Content-Length':" in outputs[0]
