@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from server._wire import Reply, exchange, infer_body
 
+from tritonhttp.testing._process import ServerProcess
+
 __all__ = [
     "Reply",
     "exchange",
@@ -27,14 +29,17 @@ __all__ = [
 _STUB_HUNG = re.compile(r"Stub process '[^']*' is not healthy\.")
 
 
-def reference(answer: Any) -> Any:
+def reference(answer: Any, server: ServerProcess | None = None) -> Any:
     """Real Triton's ``answer``, or a skip when its stub hung on Python 3.12+ (its defect,
-    reported by Triton itself: there is nothing to compare with)."""
+    reported by Triton itself: there is nothing to compare with). A hung ``server`` is
+    stopped, so that the next test gets a fresh one from the pool."""
     if isinstance(answer, bytes):
         text = answer.decode(errors="replace")
     else:  # JSON keeps the quotes of the error text as they are (repr would escape them)
         text = answer if isinstance(answer, str) else json.dumps(answer, default=str)
     if sys.version_info >= (3, 12) and _STUB_HUNG.search(text):
+        if server is not None:
+            server.stop()
         pytest.skip(
             f"real Triton 2.51's Python {sys.version_info[0]}.{sys.version_info[1]} stub "
             "hung (its defect, not seen on 3.11): nothing to compare with"

@@ -41,8 +41,9 @@ def repo(model_repo: Any) -> Path:
     return Path(model_repo("backend_bls"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def real(real_triton_factory: Any, repo: Path) -> Any:
+    # per test: the pool starts real Triton again if ``reference`` stopped a hung one
     return real_triton_factory(repo)
 
 
@@ -50,7 +51,7 @@ def real(real_triton_factory: Any, repo: Path) -> Any:
 @pytest.mark.parametrize("mode", CALLER_MODES)
 def test_exec_matches_triton(real: Any, ours: Start, repo: Path, mode: int) -> None:
     got = mode_call(ours(repo).url, "caller", mode)
-    theirs = reference(mode_call(real.url, "caller", mode))
+    theirs = reference(mode_call(real.url, "caller", mode), real)
     assert instance_agnostic(got) == instance_agnostic(theirs)
 
 
@@ -65,7 +66,7 @@ def test_model_control_errors_match_triton(ours: Start, repo: Path, mode: int) -
 @pytest.mark.parametrize("mode", range(17))
 def test_async_exec_matches_triton(real: Any, ours: Start, repo: Path, mode: int) -> None:
     got = mode_call(ours(repo).url, "caller_async", mode)
-    assert got == reference(mode_call(real.url, "caller_async", mode))
+    assert got == reference(mode_call(real.url, "caller_async", mode), real)
 
 
 @pytest.mark.real_triton
