@@ -131,7 +131,7 @@ def _grisu(
         kappa += p1 >= _POW10[i]
     digits = np.zeros((n, 20), dtype=np.int64)
     length = np.zeros(n, dtype=np.int64)
-    live = np.arange(n)
+    live: np.ndarray[Any, Any] = np.arange(n)
     # integral part: kappa digits of p1
     while live.size:
         kp = kappa[live]

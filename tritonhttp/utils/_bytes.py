@@ -65,7 +65,7 @@ def pack_items(items: Sequence[bytes]) -> bytes:
             parts += (_U32.pack(len(item)), item)
         return b"".join(parts)
     lengths = np.fromiter(map(len, items), dtype=np.int64, count=n)
-    if int(lengths.max()) > _MAX_ELEMENT:
+    if int(np.max(lengths)) > _MAX_ELEMENT:
         raise ValueError("a BYTES element is larger than 4 GiB")
     prefixes = lengths.astype("<u4")
     payload = b"".join(items)

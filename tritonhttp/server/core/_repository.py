@@ -529,7 +529,7 @@ async def _warm_up(mv: ModelVersion, cfg: ModelConfig, model_dir: Path) -> None:
             count = int(np.prod(shape, dtype=np.int64))
             which = spec.WhichOneof("input_data_type")
             if wire == "BYTES":
-                arr = np.empty(count, dtype=np.object_)
+                arr: np.ndarray[Any, Any] = np.empty(count, dtype=np.object_)
                 arr[:] = [b""] * count if which != "random_data" else [b"a"] * count
             elif which == "input_data_file":
                 path = model_dir / "warmup" / spec.input_data_file

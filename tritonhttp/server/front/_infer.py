@@ -153,7 +153,7 @@ def _json_data(data: Any, wire: str, name: str, count: int) -> np.ndarray[Any, A
                 items.append(x.encode("utf-8"))
             except UnicodeEncodeError:
                 items.append(x.encode("utf-8", "surrogateescape"))
-        arr = np.empty(len(items), dtype=np.object_)
+        arr: np.ndarray[Any, Any] = np.empty(len(items), dtype=np.object_)
         arr[:] = items
         return arr
     n = len(flat)
