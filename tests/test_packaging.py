@@ -56,19 +56,17 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-def _tracked(folder: Path) -> list[Path]:
-    prefix = folder.relative_to(ROOT).as_posix() + "/"
-    return [ROOT / n for n in _checkout_files() if n.startswith(prefix)]
-
-
 def test_wheel_holds_every_file_of_the_three_packages(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
+    checkout = _checkout_files()
     missing = []
     for package, folder in SOURCES.items():
-        for path in _tracked(folder):
-            name = f"{package}/{path.relative_to(folder).as_posix()}"
-            if name not in names:
-                missing.append(name)
+        prefix = folder.relative_to(ROOT).as_posix() + "/"
+        for file in checkout:
+            if file.startswith(prefix):
+                name = f"{package}/{file[len(prefix) :]}"
+                if name not in names:
+                    missing.append(name)
     assert not missing, f"not in the wheel: {missing}"
     # typed packages (PEP 561) and the model configuration schema
     for name in ("tritonhttp/py.typed", "triton_python_backend_utils/py.typed",
