@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tritonhttp.server import _answer, _launch
+from tritonhttp.server import _launch
+from tritonhttp.server.front import _answer
 from tritonhttp.server.backends.python import _worker
 
 from .conftest import Start

@@ -1,4 +1,4 @@
-"""The bundled HTTP/1.1 server (tritonhttp.server._httpserver).
+"""The bundled HTTP/1.1 server (tritonhttp.server.http._httpserver).
 
 Three parts: whole responses byte for byte against real Triton (status line, header
 names, their order and case, body); the server's own behaviour under a small ASGI
@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from tritonhttp.server import _httpserver
-from tritonhttp.server._extensions import ON_DISCONNECT, RESPOND
-from tritonhttp.server._httpserver import MAX_HEAD_BYTES, HttpServer
+from tritonhttp.server.http import _httpserver
+from tritonhttp.server.http._extensions import ON_DISCONNECT, RESPOND
+from tritonhttp.server.http._httpserver import MAX_HEAD_BYTES, HttpServer
 
 from ._wire import exchange
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tritonhttp.server._json import dumps, escape_bytes, format_double, format_doubles
+from tritonhttp.server.support._json import dumps, escape_bytes, format_double, format_doubles
 
 from ._wire import exchange
 

@@ -1,7 +1,7 @@
 """Large request bodies: received straight into one buffer, byte for byte, in order.
 
 The bundled HTTP server writes the rest of a large ``/infer`` body into the
-buffer ``read_body`` allocated (:class:`~tritonhttp.server._extensions.BodySink`); these
+buffer ``read_body`` allocated (:class:`~tritonhttp.server.http._extensions.BodySink`); these
 tests send bodies in many uneven pieces over a real socket and check every byte comes
 back, and pin the sink's rule that nothing is taken out of order.
 """
@@ -57,7 +57,7 @@ def test_large_bodies_back_to_back_on_fresh_connections(
 
 
 def test_sink_takes_chunks_in_order_and_refuses_after_a_miss() -> None:
-    from tritonhttp.server._extensions import BodySink
+    from tritonhttp.server.http._extensions import BodySink
 
     buf = bytearray(10)
     sink = BodySink(memoryview(buf), 2)

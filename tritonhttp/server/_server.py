@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ._httpserver import HttpServer
-from ._logging import configure_logging
+from .http._httpserver import HttpServer
+from .support._logging import configure_logging
 from ._options import ServerOptions
-from ._uvicorn import UvicornServer
+from .http._uvicorn import UvicornServer
 from .backends.python import PythonBackend
 from .core._bridge import CoreBridge
 from .core._cache import ResponseCache

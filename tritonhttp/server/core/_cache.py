@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _json
+from ..support import _json
 from ._types import InferRequest, InferResponse, OutputTensor
 
 __all__ = ["CacheStats", "ResponseCache", "parse_cache_size"]

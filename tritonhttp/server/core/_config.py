@@ -12,7 +12,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import json_format, text_format
 from google.protobuf.message import Message
 
-from .. import _json
+from ..support import _json
 from ._errors import Code, CoreError
 from .model_config_pb2 import (
     DataType,

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._logging import VERBOSE
+from ..support._logging import VERBOSE
 from ._errors import Code, CoreError
 
 __all__ = [

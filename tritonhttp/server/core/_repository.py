@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .. import _json
+from ..support import _json
 from ._backend_api import Backend, LoadContext, ModelInstance
 from ._cache import ResponseCache
 from ._config import (

@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._eager import resume
+from ..support._eager import resume
 from ._errors import Code, CoreError
 from ._queue import Pending, PriorityQueue
 from ._types import InferRequest, InferResponse

@@ -13,8 +13,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .. import _json
-from .._extensions import DIRECT, ON_DISCONNECT, RESPOND, Answer, DirectLink
+from ..support import _json
+from ..http._extensions import DIRECT, ON_DISCONNECT, RESPOND, Answer, DirectLink
 from ..core._bridge import instances_ready
 from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import BackendError, Code, CoreError

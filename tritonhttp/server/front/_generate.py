@@ -8,8 +8,8 @@ from typing import Any
 
 import rapidjson
 
-from .. import _json
-from .._answer import json_values
+from ..support import _json
+from ._answer import json_values
 from ..core._bridge import decoupled_responses
 from ..core._core import ServerCore
 from ..core._errors import Code, CoreError

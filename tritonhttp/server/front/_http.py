@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import rapidjson
 
-from .._extensions import BODY_SINK, BodySink
+from ..http._extensions import BODY_SINK, BodySink
 from ..core._errors import Code, CoreError
 
 __all__ = [
@@ -264,7 +264,7 @@ def _take_numbers(doc: Any, numbers: Any) -> Any:
 
 
 def error_body(message: str) -> bytes:
-    from .. import _json
+    from ..support import _json
 
     return b'{"error":' + _json.escape_str(message).encode("utf-8", "surrogateescape") + b"}"
 

@@ -11,9 +11,9 @@ import numpy as np
 
 from ... import utils as _utils_pkg  # noqa: F401  (keeps tritonhttp.utils importable first)
 from ...utils._dtypes import TRITON_TO_NUMPY
-from .. import _json
-from .._answer import AnswerError, binary_data, encode_outputs
-from .._extensions import DirectLink
+from ..support import _json
+from ._answer import AnswerError, binary_data, encode_outputs
+from ..http._extensions import DirectLink
 from ..core._errors import Code, CoreError
 from ..core._types import (
     DirectOffer,

@@ -11,7 +11,7 @@ from triton_python_backend_utils._request import InferenceRequest, InferenceResp
 from triton_python_backend_utils._tensor import Tensor, bytes_items
 
 from ....utils._dtypes import BF16
-from ... import _json
+from ...support import _json
 from ...core._errors import Code, CoreError
 from ...core._types import InferRequest, InferResponse, InputTensor, OutputTensor, ParamValue
 

@@ -36,7 +36,7 @@ from triton_python_backend_utils._errors import ErrorCode, TritonError, TritonMo
 from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
 from triton_python_backend_utils._tensor import Tensor, bytes_items
 
-from ..._answer import AnswerError, encode_outputs
+from ...front._answer import AnswerError, encode_outputs
 from ._arena import Consumer, Producer
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
 from ._ipc import (

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..utils._bytes import pack_items
-from . import _json
+from ...utils._bytes import pack_items
+from ..support import _json
 
 __all__ = ["AnswerError", "binary_data", "encode_outputs", "json_values"]
 

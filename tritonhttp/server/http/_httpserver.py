@@ -62,7 +62,7 @@ from urllib.parse import unquote
 
 import httptools
 
-from ._eager import resume
+from ..support._eager import resume
 from ._extensions import (
     BODY_SINK,
     DIRECT,

@@ -1,6 +1,6 @@
 """Grisu2 + RapidJSON layout for whole float64 arrays, with numpy (no per-value Python).
 
-The same algorithm as :func:`tritonhttp.server._json._grisu2`, one step at a time over
+The same algorithm as :func:`tritonhttp.server.support._json._grisu2`, one step at a time over
 every value at once: 64x64-bit products from 32-bit halves, the digit loop run with masks
 until every value has stopped, then the layout written into a character matrix.
 """

@@ -1,0 +1,5 @@
+"""The HTTP/1.1 server that runs the front's ASGI application.
+
+It knows HTTP and ASGI, not Triton's models: the front asks for more than plain ASGI
+through the ``scope`` extensions of :mod:`._extensions`.
+"""
