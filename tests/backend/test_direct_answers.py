@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from tritonhttp.server import _launch
-from tritonhttp.server.front import _answer
 from tritonhttp.server.backends.python import _worker
+from tritonhttp.server.front import _answer
 
 from .conftest import Start
 

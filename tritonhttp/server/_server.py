@@ -11,10 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .http._httpserver import HttpServer
-from .support._logging import configure_logging
 from ._options import ServerOptions
-from .http._uvicorn import UvicornServer
 from .backends.python import PythonBackend
 from .core._bridge import CoreBridge
 from .core._cache import ResponseCache
@@ -22,6 +19,9 @@ from .core._core import VERSION, ServerCore
 from .core._repository import Repository
 from .core._settings import LogSettings, TraceSettings
 from .front import HttpFrontend, MetricsApp
+from .http._httpserver import HttpServer
+from .http._uvicorn import UvicornServer
+from .support._logging import configure_logging
 
 __all__ = ["Server", "StartupError"]
 

@@ -13,14 +13,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..support import _json
-from ..http._extensions import DIRECT, ON_DISCONNECT, RESPOND, Answer, DirectLink
 from ..core._bridge import instances_ready
 from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import BackendError, Code, CoreError
 from ..core._model import ModelVersion
 from ..core._repository import parse_version
 from ..core._types import InferRequest, InferResponse
+from ..http._extensions import DIRECT, ON_DISCONNECT, RESPOND, Answer, DirectLink
+from ..support import _json
 from ._generate import handle_generate
 from ._http import (
     JSON,

@@ -8,14 +8,14 @@ from typing import Any
 
 import rapidjson
 
-from ..support import _json
-from ._answer import json_values
 from ..core._bridge import decoupled_responses
 from ..core._core import ServerCore
 from ..core._errors import Code, CoreError
 from ..core._model import ModelVersion
 from ..core._repository import parse_version
 from ..core._types import InferRequest, InferResponse, InputTensor, OutputTensor
+from ..support import _json
+from ._answer import json_values
 from ._http import (
     FirstWins,
     Receive,

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import rapidjson
 
-from ..http._extensions import BODY_SINK, BodySink
 from ..core._errors import Code, CoreError
+from ..http._extensions import BODY_SINK, BodySink
 
 __all__ = [
     "JSON",

@@ -11,9 +11,6 @@ import numpy as np
 
 from ... import utils as _utils_pkg  # noqa: F401  (keeps tritonhttp.utils importable first)
 from ...utils._dtypes import TRITON_TO_NUMPY
-from ..support import _json
-from ._answer import AnswerError, binary_data, encode_outputs
-from ..http._extensions import DirectLink
 from ..core._errors import Code, CoreError
 from ..core._types import (
     DirectOffer,
@@ -23,6 +20,9 @@ from ..core._types import (
     OutputTensor,
     ParamValue,
 )
+from ..http._extensions import DirectLink
+from ..support import _json
+from ._answer import AnswerError, binary_data, encode_outputs
 from ._http import parse_json
 
 if TYPE_CHECKING:

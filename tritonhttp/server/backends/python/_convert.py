@@ -11,9 +11,9 @@ from triton_python_backend_utils._request import InferenceRequest, InferenceResp
 from triton_python_backend_utils._tensor import Tensor, bytes_items
 
 from ....utils._dtypes import BF16
-from ...support import _json
 from ...core._errors import Code, CoreError
 from ...core._types import InferRequest, InferResponse, InputTensor, OutputTensor, ParamValue
+from ...support import _json
 
 __all__ = [
     "core_error",
