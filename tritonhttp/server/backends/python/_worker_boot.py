@@ -1,11 +1,14 @@
 """Entry point of a worker process:
-``python -I _worker_boot.py <ctl fd> <fd fd> <server pid> <triton_python_backend_utils dir>``.
+``python -I _worker_boot.py <ctl fd> <fd fd> <server pid> <triton_python_backend_utils dir>
+[<reply codec module>]``.
 
 Loads only what a worker needs, by file location, without running the ``tritonhttp``
 package's ``__init__`` (the client, uvicorn, protobuf and prometheus_client stay out,
 and an interpreter from ``EXECUTION_ENV_PATH`` needs nothing but numpy). The package
 names used for that are taken out of ``sys.modules`` again before any model code runs,
-so models may ``import tritonhttp`` themselves.
+so models may ``import tritonhttp`` themselves. The reply codec (the module the
+server names for writing answers to clients, see ``_direct.py``) is imported here too,
+under the same package names, and handed to the worker.
 """
 
 import importlib.util
@@ -46,9 +49,15 @@ def _boot() -> int:
     sys.modules["c_python_backend_utils"] = pb_utils
     from tritonhttp.server.backends.python import _worker
 
+    codec = None
+    if len(sys.argv) > 5 and sys.argv[5]:
+        try:
+            codec = importlib.import_module(sys.argv[5])
+        except ImportError:  # (an EXECUTION_ENV_PATH interpreter may lack what it needs)
+            codec = None
     for name in [n for n in sys.modules if n == "tritonhttp" or n.startswith("tritonhttp.")]:
         del sys.modules[name]
-    return _worker.main(sys.argv[1:])
+    return _worker.main(sys.argv[1:], codec)
 
 
 if __name__ == "__main__":
