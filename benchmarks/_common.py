@@ -1,4 +1,5 @@
-"""Shared pieces of the benchmarks: a real Triton to talk to, and the raw floor.
+"""Shared pieces of the benchmarks: a real Triton to talk to, the raw floor, and a raw
+binary-data round trip through an identity model.
 
 The *floor* of a scenario is the same request sent pre-built over a plain socket, with
 the answer read into memory and not decoded: what the server and the kernel cost
@@ -12,6 +13,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import socket
 import sys
 import time
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httptools
+import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent / "tests" / "models"
 #: the add_sub JSON request every server benchmark sends (compact, as wrk posts it)
@@ -83,6 +86,61 @@ def raw_round_trips(
             if parser.get_status_code() != 200:
                 raise RuntimeError(f"raw request failed with {parser.get_status_code()}")
     return total / n, best
+
+
+def _recv_exact(sock: socket.socket, view: memoryview) -> None:
+    got = 0
+    while got < len(view):
+        n = sock.recv_into(view[got:])
+        if not n:
+            raise ConnectionError("connection closed")
+        got += n
+
+
+def binary_round_trip(
+    url: str, payload: np.ndarray[Any, Any], model: str = "identity_all"
+) -> float:
+    """Seconds for one binary-data identity request of ``payload`` (FP32) over a raw socket.
+
+    The request goes to ``model``'s ``IN_FP32`` (JSON header plus the tensor's bytes,
+    written without a copy) on a new connection; ``OUT_FP32`` is asked for as binary data
+    and received into one buffer. The answer is checked (status, size, first bytes)."""
+    host, port = url.rsplit(":", 1)
+    blob = memoryview(payload).cast("B")
+    head = json.dumps({
+        "inputs": [{"name": "IN_FP32", "datatype": "FP32", "shape": [payload.size],
+                    "parameters": {"binary_data_size": blob.nbytes}}],
+        "outputs": [{"name": "OUT_FP32", "parameters": {"binary_data": True}}],
+    }).encode()  # fmt: skip
+    request = (
+        f"POST /v2/models/{model}/infer HTTP/1.1\r\nHost: {url}\r\n"
+        f"Inference-Header-Content-Length: {len(head)}\r\n"
+        f"Content-Length: {len(head) + blob.nbytes}\r\n\r\n"
+    ).encode() + head
+    with socket.create_connection((host, int(port))) as sock:
+        t0 = time.perf_counter()
+        sock.sendall(request)
+        sock.sendall(blob)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("no response")
+            buf += chunk
+        header, _, rest = buf.partition(b"\r\n\r\n")
+        status = header.split(b" ", 2)[1]
+        length = int(re.search(rb"(?im)^content-length:\s*(\d+)", header).group(1))  # type: ignore[union-attr]
+        body = np.empty(length, dtype=np.uint8).data  # (a bytearray would be zero-filled)
+        body[: len(rest)] = rest
+        _recv_exact(sock, body[len(rest) :])
+        elapsed = time.perf_counter() - t0
+    size = f"{blob.nbytes / 2**20:g} MiB"
+    if status != b"200":
+        raise RuntimeError(f"{size} round trip failed on {url}: {bytes(body[:300])!r}")
+    ihcl = int(re.search(rb"(?i)inference-header-content-length:\s*(\d+)", header).group(1))  # type: ignore[union-attr]
+    if bytes(body[ihcl : ihcl + 64]) != blob[:64].tobytes() or len(body) - ihcl != blob.nbytes:
+        raise RuntimeError(f"{size} round trip returned different bytes")
+    return elapsed
 
 
 def instances_always_inline() -> None:

@@ -5,17 +5,20 @@
 
 Cases (every server in turn, alternating rounds; medians, with the spread of the rounds):
 
-* ``add_sub`` JSON inference at -c1 and -c16 (requests/s): our server with process
+* ``add_sub`` JSON inference at -c1, -c16 and -c64 (requests/s): our server with process
   isolation (the default: a worker process per instance), with in-process isolation, and
   real Triton;
+* a 16 MiB FP32 binary-data round trip through an identity model (``identity_all``,
+  served by the same servers; GB/s of payload, raw socket client, the best of 3 per
+  round);
 * a CPU-bound model (a pure-Python loop that holds the GIL) with ``count: 2`` against
   ``count: 1``, four clients (requests/s; their ratio shows the parallelism of worker
   processes; in-process isolation is shown for contrast).
 
 The server runs on the interpreter that runs this script, and so does real Triton's
 Python-backend stub (it loads this interpreter's libpython). ``--python PATH`` adds our
-server under another interpreter to the add_sub rounds: the interpreter's build (PGO,
-LTO) moves our figures by a third on the 2-core machine, and real Triton's hardly
+server under another interpreter to the add_sub and round-trip rounds: the interpreter's
+build (PGO, LTO) moves our figures markedly, and real Triton's hardly
 (docs/performance.md).
 
 Load comes from wrk when it is installed (``apt-get install -y wrk``), else from a small
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import shutil
@@ -34,17 +38,23 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 try:
-    from _common import ADD_BODY, machine
+    from _common import ADD_BODY, binary_round_trip, machine
 except ImportError:  # run as a module
-    from benchmarks._common import ADD_BODY, machine
+    from benchmarks._common import ADD_BODY, binary_round_trip, machine
 
 ROOT = Path(__file__).resolve().parent.parent
-ADD_SUB = ROOT / "tests" / "models" / "add_sub"
+MODELS = ROOT / "tests" / "models"
+#: the add_sub concurrencies measured
+CONNECTIONS = (1, 16, 64)
+#: FP32 elements of the identity round trip (16 MiB)
+ROUND_TRIP_ELEMENTS = 4 * 1024 * 1024
 CPU_BODY = json.dumps(
     {"inputs": [{"name": "N", "datatype": "INT64", "shape": [1], "data": [200_000]}]},
     separators=(",", ":"),
@@ -69,7 +79,8 @@ class TritonPythonModel:
 
 def _repos(tmp: Path) -> tuple[Path, Path, Path]:
     add = tmp / "add"
-    shutil.copytree(ADD_SUB, add / "add_sub")
+    for name in ("add_sub", "identity_all"):
+        shutil.copytree(MODELS / name, add / name)
     cpu = []
     for count in (1, 2):
         model = tmp / f"cpu{count}" / "cpu_bound"
@@ -159,6 +170,51 @@ def _real(repo: Path) -> Any:
     return rt.start(repo)
 
 
+@contextlib.contextmanager
+def _serving(cases: dict[str, tuple[Callable[[Path], Any], Path]]) -> Iterator[dict[str, Any]]:
+    """Every case's server started (name -> server), all stopped on the way out."""
+    servers: dict[str, Any] = {}
+    try:
+        for name, (start, repo) in cases.items():
+            servers[name] = start(repo)
+        yield servers
+    finally:
+        for s in servers.values():
+            s.stop()
+
+
+def _load_rounds(
+    servers: dict[str, Any],
+    path: str,
+    body: str,
+    connections: int,
+    seconds: float,
+    rounds: int,
+    load: Callable[..., float],
+) -> dict[str, list[float]]:
+    """Requests/s of each server under ``connections`` clients, the servers taking turns."""
+    for s in servers.values():  # warm up
+        load(s.url, path, body, connections, 1)
+    results: dict[str, list[float]] = {name: [] for name in servers}
+    for _ in range(rounds):
+        for name, s in servers.items():
+            results[name].append(load(s.url, path, body, connections, seconds))
+    return results
+
+
+def _trip_rounds(servers: dict[str, Any], rounds: int) -> dict[str, list[float]]:
+    """GB/s of the identity round trip on each server (best of 3 per round), in turns."""
+    payload = np.random.default_rng(0).random(ROUND_TRIP_ELEMENTS, dtype=np.float32)
+    for s in servers.values():  # warm up
+        binary_round_trip(s.url, payload)
+    results: dict[str, list[float]] = {name: [] for name in servers}
+    for _ in range(rounds):
+        for name, s in servers.items():
+            best = min(binary_round_trip(s.url, payload) for _ in range(3))
+            results[name].append(payload.nbytes / best / 1e9)
+    return results
+
+
 def _measure(
     cases: dict[str, tuple[Callable[[Path], Any], Path]],
     path: str,
@@ -168,18 +224,8 @@ def _measure(
     rounds: int,
     load: Callable[..., float],
 ) -> dict[str, list[float]]:
-    servers = {name: start(repo) for name, (start, repo) in cases.items()}
-    try:
-        for s in servers.values():  # warm up
-            load(s.url, path, body, connections, 1)
-        results: dict[str, list[float]] = {name: [] for name in servers}
-        for _ in range(rounds):
-            for name, s in servers.items():
-                results[name].append(load(s.url, path, body, connections, seconds))
-        return results
-    finally:
-        for s in servers.values():
-            s.stop()
+    with _serving(cases) as servers:
+        return _load_rounds(servers, path, body, connections, seconds, rounds, load)
 
 
 def _describe(python: str) -> str:
@@ -194,10 +240,26 @@ def _describe(python: str) -> str:
     ).stdout.strip()
 
 
-def _fmt(values: list[float]) -> str:
+def _fmt(values: list[float], digits: int = 0) -> str:
     med = statistics.median(values)
     spread = (max(values) - min(values)) / med * 100 if med else 0.0
-    return f"{med:.0f} (rounds {', '.join(f'{v:.0f}' for v in values)}; spread {spread:.0f}%)"
+    each = ", ".join(f"{v:.{digits}f}" for v in values)
+    return f"{med:.{digits}f} (rounds {each}; spread {spread:.0f}%)"
+
+
+def _print_case(title: str, res: dict[str, list[float]], real_ok: bool, digits: int = 0) -> None:
+    """The rounds of every server, then each of ours against real Triton's median."""
+    print(f"{title}:")
+    for name, values in res.items():
+        print(f"  {name}: {_fmt(values, digits)}")
+    if not real_ok:
+        return
+    ref = statistics.median(res["triton"])
+    for name in res:
+        if name != "triton":
+            ours = statistics.median(res[name])
+            print(f"{title.split(' (')[0]}, {name}: ours {ours:.{digits}f}, reference "
+                  f"{ref:.{digits}f}, ratio {ours / ref:.2f}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,20 +303,13 @@ def main(argv: list[str] | None = None) -> int:
             )
         if real_ok:
             cases["triton"] = (_real, add)
-        for connections in (1, 16):
-            res = _measure(cases, "/v2/models/add_sub/infer", ADD_BODY, connections,
-                           args.seconds, args.rounds, load)  # fmt: skip
-            print(f"add_sub JSON -c{connections} (req/s):")
-            for name, values in res.items():
-                print(f"  {name}: {_fmt(values)}")
-            if real_ok:
-                ref = statistics.median(res["triton"])
-                for name in res:
-                    if name == "triton":
-                        continue
-                    ours = statistics.median(res[name])
-                    print(f"add_sub JSON -c{connections}, {name}: ours {ours:.0f}, reference "
-                          f"{ref:.0f}, ratio {ours / ref:.2f}")  # fmt: skip
+        with _serving(cases) as servers:
+            for connections in CONNECTIONS:
+                res = _load_rounds(servers, "/v2/models/add_sub/infer", ADD_BODY, connections,
+                                   args.seconds, args.rounds, load)  # fmt: skip
+                _print_case(f"add_sub JSON -c{connections} (req/s)", res, real_ok)
+            res = _trip_rounds(servers, args.rounds)
+            _print_case("16 MiB binary round trip (GB/s)", res, real_ok, digits=3)
         cpu_cases: dict[str, tuple[Callable[[Path], Any], Path]] = {
             "count 1": (_ours(), cpu1),
             "count 2": (_ours(), cpu2),

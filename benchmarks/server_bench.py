@@ -1,25 +1,29 @@
 """Our server vs real Triton 2.51.0, side by side on the same repository, in one run.
 
-    python benchmarks/server_bench.py [--seconds 3] [--rounds 3] [--skip-real]
+    python benchmarks/server_bench.py [--seconds 3] [--rounds 3] [--skip-real] [--with-uvicorn]
 
-Our server runs its Python models in-process (``--python-isolation=in-process``, the
-configuration the server issue's targets name); ``benchmarks/backend_bench.py`` measures
-the default process isolation.
-
+The repository holds three models (``add_sub``, ``identity_all``, ``identity_bytes``).
 Measures (each server in turn, several alternating rounds, median kept):
 
-* ``add_sub`` JSON inference with wrk at -c1 and -c16 (requests/s),
-* ``/v2/health/live`` with wrk at -c1 (requests/s),
-* a 64 MiB FP32 binary identity round trip (GB/s of payload, raw socket client; the
-  best of 3 per round),
-* time from process start to ``/v2/health/ready`` with three models (seconds).
+* time from process start to ``/v2/health/ready`` (seconds) and the memory of the
+  server's whole process tree right after that (MiB: the proportional set size of the
+  server and every process it started, i.e. our worker processes or real Triton's
+  Python-backend stubs; each shared page counted once), for our server with worker
+  processes (the default) and with in-process models;
+* with our server running its models in-process (``--python-isolation=in-process``):
+  ``add_sub`` JSON inference with wrk at -c1 and -c16 (requests/s), ``/v2/health/live``
+  with wrk at -c1 (requests/s), and a 64 MiB FP32 binary identity round trip (GB/s of
+  payload, raw socket client, the best of 3 per round).
 
-``--with-uvicorn`` adds our server under stock uvicorn (``--http-server=uvicorn``) as a
-third contender, to show what the bundled HTTP server buys.
+``benchmarks/backend_bench.py`` measures inference in both isolation modes, and a 16 MiB
+round trip in both. ``--with-uvicorn`` adds our in-process server under stock uvicorn
+(``--http-server=uvicorn``) to the in-process cases, to show what the bundled HTTP
+server buys.
 
 wrk is not installed by this script (``apt-get install -y wrk``); without it the wrk rows
 are skipped with a note. Real Triton comes from ``tritonhttp.testing._real_triton``
-(nvidia-pytriton in a cached venv). Prints ``name: ours X, reference Y, ratio R``.
+(nvidia-pytriton in a cached venv). Prints ``name: ours X, reference Y, ratio R`` (for
+times and memory the ratio is ours / reference too, so lower is better there).
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ import argparse
 import json
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,9 +44,9 @@ from typing import Any
 import numpy as np
 
 try:
-    from _common import ADD_BODY, machine
+    from _common import ADD_BODY, binary_round_trip, machine
 except ImportError:  # run as a module
-    from benchmarks._common import ADD_BODY, machine
+    from benchmarks._common import ADD_BODY, binary_round_trip, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "models"
@@ -75,69 +78,30 @@ def _wrk(url: str, path: str, connections: int, seconds: float, post: str | None
     return float(m.group(1))
 
 
-def _recv_exact(sock: socket.socket, view: memoryview) -> None:
-    got = 0
-    while got < len(view):
-        n = sock.recv_into(view[got:])
-        if not n:
-            raise ConnectionError("connection closed")
-        got += n
-
-
-def _round_trip(url: str, payload: np.ndarray[Any, Any]) -> float:
-    """Seconds for one binary identity request of ``payload`` (FP32) over a raw socket."""
-    host, port = url.split(":")
-    blob = memoryview(payload).cast("B")
-    head = json.dumps({
-        "inputs": [{"name": "IN_FP32", "datatype": "FP32", "shape": [payload.size],
-                    "parameters": {"binary_data_size": blob.nbytes}}],
-        "outputs": [{"name": "OUT_FP32", "parameters": {"binary_data": True}}],
-    }).encode()  # fmt: skip
-    request = (
-        f"POST /v2/models/identity_all/infer HTTP/1.1\r\nHost: {url}\r\n"
-        f"Inference-Header-Content-Length: {len(head)}\r\n"
-        f"Content-Length: {len(head) + blob.nbytes}\r\n\r\n"
-    ).encode() + head
-    with socket.create_connection((host, int(port))) as sock:
-        t0 = time.perf_counter()
-        sock.sendall(request)
-        sock.sendall(blob)
-        buf = b""
-        while b"\r\n\r\n" not in buf:
-            chunk = sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("no response")
-            buf += chunk
-        header, _, rest = buf.partition(b"\r\n\r\n")
-        status = header.split(b" ", 2)[1]
-        length = int(re.search(rb"(?im)^content-length:\s*(\d+)", header).group(1))  # type: ignore[union-attr]
-        body = np.empty(length, dtype=np.uint8).data  # (a bytearray would be zero-filled)
-        body[: len(rest)] = rest
-        _recv_exact(sock, body[len(rest) :])
-        elapsed = time.perf_counter() - t0
-    if status != b"200":
-        raise RuntimeError(f"64 MiB round trip failed on {url}: {bytes(body[:300])!r}")
-    ihcl = int(re.search(rb"(?i)inference-header-content-length:\s*(\d+)", header).group(1))  # type: ignore[union-attr]
-    if bytes(body[ihcl : ihcl + 64]) != blob[:64].tobytes() or len(body) - ihcl != blob.nbytes:
-        raise RuntimeError("64 MiB round trip returned different bytes")
-    return elapsed
-
-
 class Target:
+    """A server configuration measured in turn with the others (``start(repo)`` starts it)."""
+
     def __init__(self, name: str, start: Callable[[Path], Any]) -> None:
         self.name = name
         self.start = start
         self.server: Any = None
 
 
+REFERENCE = "reference"
+
+
 def _start_ours(repo: Path, *flags: str) -> Any:
     from tritonhttp.server import _launch
 
-    return _launch.start(repo, "--log-info=false", "--python-isolation=in-process", *flags)
+    return _launch.start(repo, "--log-info=false", *flags)
+
+
+def _start_in_process(repo: Path) -> Any:
+    return _start_ours(repo, "--python-isolation=in-process")
 
 
 def _start_ours_uvicorn(repo: Path) -> Any:
-    return _start_ours(repo, "--http-server=uvicorn")
+    return _start_ours(repo, "--python-isolation=in-process", "--http-server=uvicorn")
 
 
 def _start_real(repo: Path) -> Any:
@@ -146,12 +110,90 @@ def _start_real(repo: Path) -> Any:
     return rt.start(repo)
 
 
-def _time_to_ready(start: Callable[[Path], Any], repo: Path) -> float:
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (from the parent ids in ``/proc/*/stat``)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rpartition(")")[2].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo.extend(children.get(p, ()))
+    return found
+
+
+def _memory_mib(pid: int) -> float:
+    """Proportional set size of ``pid``'s process tree in MiB (resident size where the
+    kernel gives no ``smaps_rollup``)."""
+    total_kib = 0
+    for p in _descendants(pid):
+        for name, key in (("smaps_rollup", "Pss:"), ("status", "VmRSS:")):
+            try:
+                text = Path(f"/proc/{p}/{name}").read_text()
+            except OSError:
+                continue
+            m = re.search(rf"(?m)^{key}\s+(\d+)\s+kB", text)
+            if m:
+                total_kib += int(m.group(1))
+                break
+    return total_kib / 1024
+
+
+def _start_up(start: Callable[[Path], Any], repo: Path) -> tuple[float, float]:
+    """(seconds from process start to ready, MiB of its process tree once ready)."""
     t0 = time.perf_counter()
     server = start(repo)
     elapsed = time.perf_counter() - t0
-    server.stop()
-    return elapsed
+    try:
+        return elapsed, _memory_mib(server.process.pid)
+    finally:
+        server.stop()
+
+
+def _real_target(skip: bool) -> list[Target]:
+    """Real Triton as a target, unless skipped or unavailable here."""
+    if skip:
+        return []
+    from tritonhttp.testing import _real_triton as rt
+
+    problem = rt.platform_problem()
+    if problem:
+        print(f"real Triton unavailable ({problem}): measuring ours only")
+        return []
+    rt.ensure_installed()
+    return [Target(REFERENCE, _start_real)]
+
+
+def _alternate(
+    targets: list[Target], rounds: int, measure: Callable[[Target], float]
+) -> dict[str, float]:
+    """Median of ``rounds`` values of ``measure`` per target, the targets taking turns."""
+    values: dict[str, list[float]] = {t.name: [] for t in targets}
+    for _ in range(rounds):
+        for t in targets:
+            values[t.name].append(measure(t))
+    return {name: statistics.median(v) for name, v in values.items()}
+
+
+def _report(results: dict[str, dict[str, float]]) -> None:
+    for case, by in results.items():
+        ref = by.get(REFERENCE)
+        for who, ours in by.items():
+            if who == REFERENCE:
+                continue
+            if ref:
+                print(f"{case}, {who}: ours {ours:.5g}, reference {ref:.5g}, "
+                      f"ratio {ours / ref:.2f}")  # fmt: skip
+            else:
+                print(f"{case}, {who}: ours {ours:.5g}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,30 +210,25 @@ def main(argv: list[str] | None = None) -> int:
     print(machine())
 
     repo = _repo()
-    targets = [Target("ours", _start_ours)]
+    real = _real_target(args.skip_real)
+    targets = [Target("in-process", _start_in_process)]
     if args.with_uvicorn:
-        targets.append(Target("uvicorn", _start_ours_uvicorn))
-    if not args.skip_real:
-        from tritonhttp.testing import _real_triton as rt
-
-        problem = rt.platform_problem()
-        if problem:
-            print(f"real Triton unavailable ({problem}): measuring ours only")
-        else:
-            rt.ensure_installed()
-            targets.append(Target("reference", _start_real))
+        targets.append(Target("in-process under uvicorn", _start_ours_uvicorn))
+    targets += real
     results: dict[str, dict[str, float]] = {}
-
-    def record(case: str, who: str, values: list[float]) -> None:
-        results.setdefault(case, {})[who] = statistics.median(values)
-
     try:
-        startup: dict[str, list[float]] = {t.name: [] for t in targets}
+        start_targets = [Target("worker processes", _start_ours), targets[0], *real]
+        starts: dict[str, list[tuple[float, float]]] = {t.name: [] for t in start_targets}
         for _ in range(args.rounds):
-            for t in targets:
-                startup[t.name].append(_time_to_ready(t.start, repo))
-        for t in targets:
-            record("time to ready, 3 models (s)", t.name, startup[t.name])
+            for t in start_targets:
+                starts[t.name].append(_start_up(t.start, repo))
+        for case, i in (
+            ("time to ready, 3 models (s)", 0),
+            ("memory after load, 3 models (MiB)", 1),
+        ):
+            results[case] = {
+                name: statistics.median(g[i] for g in got) for name, got in starts.items()
+            }
         for t in targets:
             t.server = t.start(repo)
         cases: list[tuple[str, str, int, str | None]] = [
@@ -203,40 +240,28 @@ def main(argv: list[str] | None = None) -> int:
             print("wrk not found (apt-get install -y wrk): skipping the wrk cases")
         else:
             for case, path, conns, body in cases:
-                values: dict[str, list[float]] = {t.name: [] for t in targets}
                 for t in targets:  # warm-up
                     _wrk(t.server.url, path, conns, 1, body)
-                for _ in range(args.rounds):
-                    for t in targets:
-                        values[t.name].append(_wrk(t.server.url, path, conns, args.seconds, body))
-                for t in targets:
-                    record(case, t.name, values[t.name])
+                results[case] = _alternate(
+                    targets,
+                    args.rounds,
+                    lambda t: _wrk(t.server.url, path, conns, args.seconds, body),  # noqa: B023
+                )
         payload = np.random.default_rng(0).random(16 * 1024 * 1024, dtype=np.float32)
-        trips: dict[str, list[float]] = {t.name: [] for t in targets}
         for t in targets:
-            _round_trip(t.server.url, payload)  # warm-up
-        for _ in range(args.rounds):
-            for t in targets:
-                best = min(_round_trip(t.server.url, payload) for _ in range(3))
-                trips[t.name].append(payload.nbytes / best / 1e9)
-        for t in targets:
-            record("64 MiB binary round trip (GB/s)", t.name, trips[t.name])
+            binary_round_trip(t.server.url, payload)  # warm-up
+
+        def gb_per_s(t: Target) -> float:
+            best = min(binary_round_trip(t.server.url, payload) for _ in range(3))
+            return payload.nbytes / best / 1e9
+
+        results["64 MiB binary round trip (GB/s)"] = _alternate(targets, args.rounds, gb_per_s)
     finally:
         for t in targets:
             if t.server is not None:
                 t.server.stop()
         shutil.rmtree(repo, ignore_errors=True)
-
-    for case, by in results.items():
-        ours = by["ours"]
-        if "reference" in by:
-            ref = by["reference"]
-            print(f"{case}: ours {ours:.5g}, reference {ref:.5g}, ratio {ours / ref:.2f}")
-        else:
-            print(f"{case}: ours {ours:.4g}")
-        if "uvicorn" in by:
-            base = by.get("reference", ours)
-            print(f"  under uvicorn: {by['uvicorn']:.5g}, ratio {by['uvicorn'] / base:.2f}")
+    _report(results)
     return 0
 
 
