@@ -1,4 +1,4 @@
-"""The bundled HTTP/1.1 server (tritonhttp.server.http._httpserver).
+"""The bundled HTTP/1.1 server (tritonhttp.server.http).
 
 Three parts: whole responses byte for byte against real Triton (status line, header
 names, their order and case, body); the server's own behaviour under a small ASGI
@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from tritonhttp.server.http import _httpserver
+from tritonhttp.server.http import HttpServer
+from tritonhttp.server.http._connection import MAX_HEAD_BYTES, Connection
 from tritonhttp.server.http._extensions import ON_DISCONNECT, RESPOND
-from tritonhttp.server.http._httpserver import MAX_HEAD_BYTES, HttpServer
 
 from ._wire import exchange
 
@@ -655,13 +655,13 @@ def test_busy_wait_polls_once_the_answered_application_has_ended(monkeypatch: An
     # the poll for the next request waits for nothing the answered request still does
     # after its send (that work would otherwise delay the next request)
     events: list[str] = []
-    plain_poll = _httpserver._Connection._poll_next
+    plain_poll = Connection._poll_next
 
     def poll_next(self: Any, *args: Any) -> None:
         events.append("poll")
         plain_poll(self, *args)
 
-    monkeypatch.setattr(_httpserver._Connection, "_poll_next", poll_next)
+    monkeypatch.setattr(Connection, "_poll_next", poll_next)
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await _read_all(receive)

@@ -19,8 +19,7 @@ from .core._core import VERSION, ServerCore
 from .core._repository import Repository
 from .core._settings import LogSettings, TraceSettings
 from .front import HttpFrontend, MetricsApp
-from .http._httpserver import HttpServer
-from .http._uvicorn import UvicornServer
+from .http import HttpServer, UvicornServer
 from .support._logging import configure_logging
 
 __all__ = ["Server", "StartupError"]

@@ -16,6 +16,7 @@ __all__ = ["UvicornServer"]
 
 
 def _triton_reason_phrases() -> None:
+    """Make uvicorn's status line for 405 Triton's (``405 Not Allowed``)."""
     try:
         from uvicorn.protocols.http import httptools_impl
 
@@ -32,6 +33,7 @@ class UvicornServer:
         self._servers: list[Any] = []
 
     async def listen(self, host: str, port: int) -> None:
+        """Serve on ``host:port`` (raises OSError when uvicorn cannot listen there)."""
         import uvicorn
 
         _triton_reason_phrases()
@@ -57,6 +59,7 @@ class UvicornServer:
         self._servers.append(server)
 
     async def shutdown(self, timeout: float | None = None) -> None:
+        """Stop serving, letting requests in progress finish (up to ``timeout``)."""
         for server in self._servers:
             server.should_exit = True
             server.config.timeout_graceful_shutdown = timeout
