@@ -9,9 +9,8 @@ import contextlib
 import functools
 import logging
 import re
-import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import dataclass
 
 from ..core._bridge import instances_ready
 from ..core._core import EXTENSIONS, VERSION, ServerCore
@@ -39,9 +38,9 @@ from ._infer import (
     ParsedInfer,
     answerable_elsewhere,
     compress,
-    direct_offer,
     encode_response,
     inflate,
+    make_reply,
     parse_infer_request,
     pick_encoding,
 )
@@ -70,31 +69,12 @@ async def _finish(link: DirectLink, rest: bytes) -> None:
         await waiting
 
 
-def _server_only(body: bytearray | memoryview, header_len: int) -> bool:
-    """Whether an infer body's JSON header may ask what only the server does (shared
-    memory, classification): such a body is never handed to a backend unparsed."""
-    head = body if type(body) is bytearray else bytes(body[:header_len])
-    return head.find(b"shared_memory", 0, header_len) >= 0 or (
-        head.find(b"classification", 0, header_len) >= 0
-    )
-
-
-_MODEL_RE = re.compile(
-    r"/v2/models/([^/]+)(?:/versions/([0-9]+))?(?:/(infer|generate|generate_stream|ready|config|stats|trace/setting))?"
-)
-_HEALTH_RE = re.compile(r"/v2(?:/health/(live|ready))?")
-_SYSSHM_RE = re.compile(r"/v2/systemsharedmemory(?:/region/([^/]+))?/(status|register|unregister)")
-_CUDASHM_RE = re.compile(r"/v2/cudasharedmemory(?:/region/([^/]+))?/(status|register|unregister)")
-_REPO_RE = re.compile(r"/v2/repository(?:/([^/]+))?/(index|models/([^/]+)/(load|unload))")
-
 _NOT_FOUND = b'{"error":"Not Found"}'
 #: the answers of /v2/health/live and /v2/health/ready (as _health sends them)
 _HEALTHY: Answer = (200, tuple(response_headers(0, TEXT, length_first=True)), b"")
 _UNHEALTHY: Answer = (400, tuple(response_headers(0, TEXT, length_first=True)), b"")
 _NOT_ALLOWED = b'{"error":"Method Not Allowed"}'
 _MAX_INFLATE = 1 << 32
-
-Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 async def _infer_watching(
@@ -130,6 +110,46 @@ def _atoi(raw: bytes) -> int:
         return 0
     value = max(min(int(m.group(1)), 2**63 - 1), -(2**63))
     return (value + 2**31) % 2**32 - 2**31
+
+
+def _unload_dependents(body: bytearray | memoryview) -> bool:
+    """An unload request's ``parameters.unload_dependents`` (False where the body is empty,
+    malformed, or says nothing boolean: Triton ignores such a body)."""
+    if not body:
+        return False
+    try:
+        doc = parse_body(body)
+    except CoreError:
+        return False
+    params = doc.get("parameters") if isinstance(doc, dict) else None
+    if isinstance(params, dict) and isinstance(params.get("unload_dependents"), bool):
+        return bool(params["unload_dependents"])
+    return False
+
+
+def _load_parameters(body: bytearray | memoryview) -> tuple[str | None, dict[str, str]]:
+    """A load request's parameters: the ``config`` override (or None) and the
+    ``file:<path>`` contents by path."""
+    config: str | None = None
+    files: dict[str, str] = {}
+    if not body:
+        return config, files
+    doc = parse_body(body)
+    if not isinstance(doc, dict) or "parameters" not in doc:
+        return config, files
+    params = doc["parameters"]
+    if not isinstance(params, dict):
+        raise CoreError("attempt to get members for non-object", Code.INTERNAL)
+    for key, value in params.items():
+        if not isinstance(value, str):
+            raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
+        if key == "config":
+            config = value
+        elif key.startswith("file:"):
+            files[key[5:]] = value
+        else:
+            raise CoreError("unexpected error on creating Triton parameter", Code.INTERNAL)
+    return config, files
 
 
 class HttpFrontend:
@@ -221,222 +241,56 @@ class HttpFrontend:
     # ------------------------------------------------------------------ dispatch
 
     def _route(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        """The handler call (not yet awaited) that answers this request."""
+        """The handler call (not yet awaited) that answers this request: that of the first
+        entry of :data:`_ROUTES` (at the end of this module) whose path the request's is,
+        else the 404 answer."""
         raw_path = scope.get("raw_path")
         path: str = raw_path.decode("latin-1").partition("?")[0] if raw_path else scope["path"]
-        method: str = scope["method"]
-        if path.startswith("/v2/models/"):
-            if path == "/v2/models/stats":
-                return self._guard(
-                    scope, send, "statistics", method, ("GET",), self._stats, receive, None, ""
-                )
-            m = _MODEL_RE.fullmatch(path)
-            if m is not None:
-                name, version, action = m.group(1), m.group(2) or "", m.group(3)
-                if action == "infer":
-                    if method == "POST" and "inference" not in self.restricted:
-                        return self._infer(scope, receive, send, name, version)
-                    return self._guard(
-                        scope,
-                        send,
-                        "inference",
-                        method,
-                        ("POST",),
-                        self._infer,
-                        receive,
-                        name,
-                        version,
-                        text405=True,
-                    )
-                elif action is None:
-                    return self._guard(
-                        scope,
-                        send,
-                        "metadata",
-                        method,
-                        ("GET",),
-                        self._model_metadata,
-                        receive,
-                        name,
-                        version,
-                    )
-                elif action == "ready":
-                    return self._guard(
-                        scope,
-                        send,
-                        "health",
-                        method,
-                        ("GET",),
-                        self._model_ready,
-                        receive,
-                        name,
-                        version,
-                        text405=True,
-                    )
-                elif action == "config":
-                    return self._guard(
-                        scope,
-                        send,
-                        "model-config",
-                        method,
-                        ("GET",),
-                        self._model_config,
-                        receive,
-                        name,
-                        version,
-                    )
-                elif action == "stats":
-                    return self._guard(
-                        scope,
-                        send,
-                        "statistics",
-                        method,
-                        ("GET",),
-                        self._stats,
-                        receive,
-                        name,
-                        version,
-                    )
-                elif action == "trace/setting":
-                    if version:
-                        return self._not_found(send)
-                    else:
-                        return self._guard(
-                            scope,
-                            send,
-                            "trace",
-                            method,
-                            ("GET", "POST"),
-                            self._trace,
-                            receive,
-                            name,
-                            "",
-                        )
-                else:
-                    return self._guard(
-                        scope,
-                        send,
-                        "inference",
-                        method,
-                        ("POST",),
-                        self._generate,
-                        receive,
-                        name,
-                        version,
-                        action,
-                    )
-        elif path == "/v2/logging":
-            return self._guard(
-                scope, send, "logging", method, ("GET", "POST"), self._logging, receive, None, ""
-            )
-        elif path == "/v2":
-            return self._guard(
-                scope, send, "metadata", method, ("GET",), self._server_metadata, receive, None, ""
-            )
-        elif path.startswith("/v2/health/"):
-            m = _HEALTH_RE.fullmatch(path)
-            if m is not None:
-                return self._guard(
-                    scope,
-                    send,
-                    "health",
-                    method,
-                    ("GET",),
-                    self._health,
-                    receive,
-                    m.group(1),
-                    "",
-                    text405=True,
-                )
-        elif path.startswith("/v2/systemsharedmemory"):
-            m = _SYSSHM_RE.fullmatch(path)
-            if m is not None:
-                allowed = ("GET",) if m.group(2) == "status" else ("POST",)
-                return self._guard(
-                    scope,
-                    send,
-                    "shared-memory",
-                    method,
-                    allowed,
-                    self._system_shm,
-                    receive,
-                    m.group(1),
-                    m.group(2),
-                )
-        elif path.startswith("/v2/cudasharedmemory"):
-            m = _CUDASHM_RE.fullmatch(path)
-            if m is not None:
-                allowed = ("GET",) if m.group(2) == "status" else ("POST",)
-                return self._guard(
-                    scope,
-                    send,
-                    "shared-memory",
-                    method,
-                    allowed,
-                    self._cuda_shm,
-                    receive,
-                    m.group(1),
-                    m.group(2),
-                )
-        elif path.startswith("/v2/repository"):
-            m = _REPO_RE.fullmatch(path)
-            if m is not None:
-                action = m.group(4) or "index"
-                return self._guard(
-                    scope,
-                    send,
-                    "model-repository",
-                    method,
-                    ("POST",),
-                    self._repository,
-                    receive,
-                    m.group(3),
-                    action,
-                    m.group(1),
-                )
-        elif path == "/v2/trace/setting":
-            return self._guard(
-                scope, send, "trace", method, ("GET", "POST"), self._trace, receive, None, ""
-            )
-        return self._not_found(send)
-
-    def _not_found(self, send: Send) -> Awaitable[None]:
+        for route in _ROUTES:
+            pattern = route.pattern
+            if pattern is None:
+                if path != route.path:
+                    continue
+                captures: tuple[str | None, ...] = ()
+            else:
+                if not path.startswith(route.path):
+                    continue
+                m = pattern.fullmatch(path)
+                if m is None:
+                    continue
+                captures = m.groups(route.absent)
+            if scope["method"] in route.methods and route.api not in self.restricted:
+                return route.handler(self, scope, receive, send, *captures)
+            return self._guarded(route, scope, receive, send, captures)
         return send_response(send, 404, _NOT_FOUND, TEXT, length_first=True)
 
-    def _guard(
+    def _guarded(
         self,
+        route: Route,
         scope: Scope,
-        send: Send,
-        api: str,
-        method: str,
-        allowed: tuple[str, ...],
-        handler: Callable[..., Awaitable[None]],
         receive: Receive,
-        *args: Any,
-        text405: bool = False,
+        send: Send,
+        captures: tuple[str | None, ...],
     ) -> Awaitable[None]:
-        """``handler(scope, receive, send, *args)``, or the 403/405 answer."""
-        rule = self.restricted.get(api)
+        """The handler call of ``route`` once the request has passed its checks, in
+        Triton's order: the restricted API's header (else 403), then the method (else
+        405)."""
+        rule = self.restricted.get(route.api)
         if rule is not None:
             header, value = rule
-            ok = any(k == header and v == value for k, v in scope["headers"])
-            if not ok:
+            if not any(k == header and v == value for k, v in scope["headers"]):
                 msg = f"This API is restricted, expecting header '{header.decode()}'"
                 return send_response(send, 403, error_body(msg), TEXT, length_first=True)
-        if method not in allowed:
-            if text405:
+        if scope["method"] not in route.methods:
+            if route.text_405:
                 return send_response(send, 405, _NOT_ALLOWED, TEXT, length_first=True)
             return send_response(send, 405, _NOT_ALLOWED, JSON)
-        return handler(scope, receive, send, *args)
+        return route.handler(self, scope, receive, send, *captures)
 
     # ------------------------------------------------------------------ health & metadata
 
-    async def _health(
-        self, scope: Scope, receive: Receive, send: Send, which: str | None, _: str
-    ) -> None:
-        if which is None:
-            await self._server_metadata(scope, receive, send, None, "")
-            return
+    async def _health(self, scope: Scope, receive: Receive, send: Send, which: str) -> None:
+        """``/v2/health/live`` or ``/v2/health/ready`` (``which``)."""
         status, headers, body = self._server_health(which)
         await send({"type": "http.response.start", "status": status, "headers": list(headers)})
         await send({"type": "http.response.body", "body": body})
@@ -444,6 +298,7 @@ class HttpFrontend:
     async def _model_ready(
         self, scope: Scope, receive: Receive, send: Send, name: str, version: str
     ) -> None:
+        """Whether model ``name`` (its ``version``, else its latest) is ready: 200 or 400."""
         try:
             if version:  # (a version that does not parse: its own message)
                 parse_version(version)
@@ -463,9 +318,8 @@ class HttpFrontend:
                 send, 400, error_body("Model version not ready"), TEXT, length_first=True
             )
 
-    async def _server_metadata(
-        self, scope: Scope, receive: Receive, send: Send, _a: Any, _b: str
-    ) -> None:
+    async def _server_metadata(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The server's name, version and extensions."""
         body = _json.dumps(
             {"name": self.core.server_id, "version": VERSION, "extensions": EXTENSIONS}
         )
@@ -474,6 +328,7 @@ class HttpFrontend:
     async def _model_metadata(
         self, scope: Scope, receive: Receive, send: Send, name: str, version: str
     ) -> None:
+        """Model ``name``'s metadata (of its ``version``, where given)."""
         if version:  # (parsed before the model is looked up)
             parse_version(version)
         await send_response(send, 200, self.core.repository.metadata_json(name, version))
@@ -481,6 +336,7 @@ class HttpFrontend:
     async def _model_config(
         self, scope: Scope, receive: Receive, send: Send, name: str, version: str
     ) -> None:
+        """Model ``name``'s configuration (of its ``version``, where given)."""
         if version:
             parse_version(version)
         mv = self.core.repository.get(name, version)
@@ -489,8 +345,9 @@ class HttpFrontend:
     # ------------------------------------------------------------------ statistics
 
     async def _stats(
-        self, scope: Scope, receive: Receive, send: Send, name: str | None, version: str
+        self, scope: Scope, receive: Receive, send: Send, name: str | None = None, version: str = ""
     ) -> None:
+        """The statistics of model ``name`` (of its ``version``), or of every model."""
         repo = self.core.repository
         if name is None:
             versions = repo.loaded_versions()
@@ -513,8 +370,9 @@ class HttpFrontend:
     # ------------------------------------------------------------------ trace & logging
 
     async def _trace(
-        self, scope: Scope, receive: Receive, send: Send, name: str | None, _: str
+        self, scope: Scope, receive: Receive, send: Send, name: str | None = None
     ) -> None:
+        """The trace settings of model ``name``, or the server's: read (GET), updated (POST)."""
         trace = self.core.trace
         if name is not None and not self.core.repository.is_ready(name):
             raise CoreError(f"Request for unknown model : {name}")
@@ -523,7 +381,8 @@ class HttpFrontend:
             trace.update(parse_body(body), name)
         await send_response(send, 200, _json.dumps(trace.view(name)))
 
-    async def _logging(self, scope: Scope, receive: Receive, send: Send, _a: Any, _b: str) -> None:
+    async def _logging(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The log settings: read (GET), updated (POST)."""
         settings = self.core.log
         if scope["method"] == "POST":
             body = await read_body(receive)
@@ -532,30 +391,30 @@ class HttpFrontend:
 
     # ------------------------------------------------------------------ repository
 
-    async def _repository(
+    async def _repository_index(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The repository index: every model, or only the ready ones (``{"ready": true}``)."""
+        body = await read_body(receive)
+        ready = False
+        if body:
+            doc = parse_body(body)
+            if isinstance(doc, dict) and "ready" in doc:
+                if not isinstance(doc["ready"], bool):
+                    raise CoreError("attempt to access JSON non-boolean as boolean", Code.INTERNAL)
+                ready = doc["ready"]
+        await send_response(send, 200, _json.dumps(self.core.repository.index(ready)))
+
+    async def _repository_model(
         self,
         scope: Scope,
         receive: Receive,
         send: Send,
-        name: str | None,
-        action: str,
         repo_name: str | None,
+        name: str,
+        action: str,
     ) -> None:
+        """Load or unload (``action``) model ``name`` (explicit model control only)."""
         repo = self.core.repository
         body = await read_body(receive)
-        if action == "index":
-            ready = False
-            if body:
-                doc = parse_body(body)
-                if isinstance(doc, dict) and "ready" in doc:
-                    if not isinstance(doc["ready"], bool):
-                        raise CoreError(
-                            "attempt to access JSON non-boolean as boolean", Code.INTERNAL
-                        )
-                    ready = doc["ready"]
-            await send_response(send, 200, _json.dumps(repo.index(ready)))
-            return
-        assert name is not None
         if repo_name is not None:
             raise CoreError("'repository_name' specification is not supported", Code.UNSUPPORTED)
         if repo.mode != "explicit":
@@ -564,42 +423,10 @@ class HttpFrontend:
                 Code.UNAVAILABLE,
             )
         if action == "unload":
-            dependents = False
-            if body:
-                try:
-                    doc = parse_body(body)
-                    params = doc.get("parameters") if isinstance(doc, dict) else None
-                    if isinstance(params, dict) and isinstance(
-                        params.get("unload_dependents"), bool
-                    ):
-                        dependents = params["unload_dependents"]
-                except CoreError:
-                    pass  # Triton ignores a malformed unload body
-            await repo.unload(name, dependents)
-            await send_response(send, 200, b"")
-            return
-        config: str | None = None
-        files: dict[str, str] = {}
-        if body:
-            doc = parse_body(body)
-            params = doc.get("parameters") if isinstance(doc, dict) else None
-            if isinstance(doc, dict) and "parameters" in doc:
-                if not isinstance(params, dict):
-                    raise CoreError("attempt to get members for non-object", Code.INTERNAL)
-                for key, value in params.items():
-                    if not isinstance(value, str):
-                        raise CoreError(
-                            "attempt to access JSON non-string as string", Code.INTERNAL
-                        )
-                    if key == "config":
-                        config = value
-                    elif key.startswith("file:"):
-                        files[key[5:]] = value
-                    else:
-                        raise CoreError(
-                            "unexpected error on creating Triton parameter", Code.INTERNAL
-                        )
-        await repo.load(name, config, files or None)
+            await repo.unload(name, _unload_dependents(body))
+        else:
+            config, files = _load_parameters(body)
+            await repo.load(name, config, files or None)
         await send_response(send, 200, b"")
 
     # ------------------------------------------------------------------ shared memory
@@ -607,6 +434,8 @@ class HttpFrontend:
     async def _system_shm(
         self, scope: Scope, receive: Receive, send: Send, region: str | None, action: str
     ) -> None:
+        """System shared memory: the ``status`` of ``region`` (None: of every region), or
+        its ``register`` or ``unregister`` (None: every region's)."""
         shm = self.core.shm
         if action == "status":
             await send_response(send, 200, _json.dumps(shm.status(region, "system")))
@@ -643,6 +472,8 @@ class HttpFrontend:
     async def _cuda_shm(
         self, scope: Scope, receive: Receive, send: Send, region: str | None, action: str
     ) -> None:
+        """CUDA shared memory: the ``status`` of ``region`` (None: of every region), or its
+        ``register`` or ``unregister`` (None: every region's)."""
         shm = self.core.shm
         if action == "status":
             await send_response(send, 200, _json.dumps(shm.status(region, "cuda")))
@@ -705,10 +536,45 @@ class HttpFrontend:
                 TEXT,
             )
             return
-        headers = scope["headers"]
+        read = await self._infer_body(scope, receive, send)
+        if read is None:
+            return
+        body, header_len, accept = read
+        parsed = parse_infer_request(body, header_len, model, self.core.shm)
+        request = parsed.request
+        regions = request.regions
+        for region in regions:
+            region.users += 1
+        try:
+            if self.forward is not None:
+                self._forward_headers(scope, request)
+            try:
+                model.admit(request)
+            except BackendError as e:
+                await send_error(send, e, TEXT)
+                return
+            if ON_DISCONNECT in scope:  # the bundled HTTP server reports a lost client
+                link = self._reply_link(scope, model, parsed, accept)
+                response = await _infer_cancelled_on_leaving(scope, model, request)
+                if response.answered:
+                    assert link is not None
+                    await _finish(link, response.rest)
+                    return
+            else:
+                response = await _infer_watching(model, request, receive)
+            await self._answer(scope, send, model, parsed, response, accept)
+        finally:
+            for region in regions:
+                region.users -= 1
+
+    async def _infer_body(
+        self, scope: Scope, receive: Receive, send: Send
+    ) -> tuple[bytearray | memoryview, int, bytes | None] | None:
+        """An ``/infer`` request's (decompressed) body, the length of its JSON header and
+        its Accept-Encoding; None when an error was sent instead."""
         encoding = ihcl_raw = accept = None
         expected = 0
-        for k, v in headers:
+        for k, v in scope["headers"]:
             if k == b"inference-header-content-length":
                 ihcl_raw = v
             elif k == b"content-encoding":
@@ -723,85 +589,63 @@ class HttpFrontend:
         else:  # (the whole body at once: no extra frame)
             body = bytearray(message.get("body", b""))
         if encoding is not None and encoding not in (b"", b"identity"):
-            if encoding in (b"gzip", b"deflate"):
-                if not body:
-                    await send_error(send, CoreError("nothing to be decompressed"), TEXT)
-                    return
-                try:
-                    body = inflate(body, _MAX_INFLATE)
-                except CoreError as e:
-                    await send_error(send, e, TEXT)
-                    return
-            else:
+            if encoding not in (b"gzip", b"deflate"):
                 await send_response(
                     send, 501, error_body("Unsupported compression type"), TEXT,
                     headers=[(b"accept-encoding", b"gzip, deflate")], length_first=False,
                 )  # fmt: skip
-                return
+                return None
+            if not body:
+                await send_error(send, CoreError("nothing to be decompressed"), TEXT)
+                return None
+            try:
+                body = inflate(body, _MAX_INFLATE)
+            except CoreError as e:
+                await send_error(send, e, TEXT)
+                return None
         total = len(body)
         if ihcl_raw is None:
-            header_len = total
-        else:
-            header_len = _atoi(ihcl_raw)
-            if header_len < 0 or header_len > total:
-                got = ihcl_raw.decode("latin-1")
-                msg = f"inference header size should be in range (0, {total}), got: {got}"
-                await send_error(send, CoreError(msg), TEXT)
-                return
-        # the answer goes uncompressed (what a worker process can write itself)
-        identity = not accept or pick_encoding(accept) is None
-        if (
-            model.parses_in_backend
-            and self.forward is None
-            and identity
-            and ON_DISCONNECT in scope
-            and not _server_only(body, header_len)
-            and await self._infer_unparsed(scope, send, model, body, header_len, accept)
-        ):
-            return
-        parsed = parse_infer_request(body, header_len, model, self.core.shm)
-        request = parsed.request
-        regions = request.regions
-        for region in regions:
-            region.users += 1
-        try:
-            if self.forward is not None:
-                raw_names = scope.get("tritonhttp.raw_header_names")
-                if raw_names is None or len(raw_names) != len(headers):
-                    raw_names = [k for k, _ in headers]
-                for raw_name, (_, v) in zip(raw_names, headers, strict=True):
-                    key = raw_name.decode("latin-1")
-                    if self.forward.search(key):
-                        request.parameters[key] = v.decode("latin-1")
-            try:
-                model.admit(request)
-            except BackendError as e:
-                await send_error(send, e, TEXT)
-                return
-            if ON_DISCONNECT in scope:  # the bundled HTTP server reports a lost client
-                link = None
-                offer_hook = scope.get(DIRECT)
-                if (
-                    offer_hook is not None
-                    and model.answers_directly
-                    and identity
-                    and answerable_elsewhere(parsed)
-                ):
-                    # a worker process may write the answer to the client itself
-                    link = offer_hook()
-                    if link is not None:
-                        request.direct = direct_offer(parsed, model, link)
-                response = await _infer_cancelled_on_leaving(scope, model, request)
-                if response.answered:
-                    assert link is not None
-                    await _finish(link, response.rest)
-                    return
-            else:
-                response = await _infer_watching(model, request, receive)
-            await self._answer(scope, send, model, parsed, response, accept)
-        finally:
-            for region in regions:
-                region.users -= 1
+            return body, total, accept
+        header_len = _atoi(ihcl_raw)
+        if header_len < 0 or header_len > total:
+            got = ihcl_raw.decode("latin-1")
+            msg = f"inference header size should be in range (0, {total}), got: {got}"
+            await send_error(send, CoreError(msg), TEXT)
+            return None
+        return body, header_len, accept
+
+    def _forward_headers(self, scope: Scope, request: InferRequest) -> None:
+        """Copy the headers ``--http-header-forward-pattern`` matches into the request's
+        parameters (under their names as the client wrote them)."""
+        assert self.forward is not None
+        headers = scope["headers"]
+        raw_names = scope.get("tritonhttp.raw_header_names")
+        if raw_names is None or len(raw_names) != len(headers):
+            raw_names = [k for k, _ in headers]
+        for raw_name, (_, v) in zip(raw_names, headers, strict=True):
+            key = raw_name.decode("latin-1")
+            if self.forward.search(key):
+                request.parameters[key] = v.decode("latin-1")
+
+    @staticmethod
+    def _reply_link(
+        scope: Scope, model: ModelVersion, parsed: ParsedInfer, accept: bytes | None
+    ) -> DirectLink | None:
+        """Hand the request a reply capability (``InferRequest.reply``) when its model's
+        backend may write the answer to the client itself: the HTTP server shares the
+        connection, the answer goes uncompressed and only the server's own features
+        (shared memory, classification) are not asked for. The connection's link, or None."""
+        share = scope.get(DIRECT)
+        if share is None or not model.answers_directly:
+            return None
+        if accept and pick_encoding(accept) is not None:
+            return None
+        if not answerable_elsewhere(parsed):
+            return None
+        link: DirectLink | None = share()
+        if link is not None:
+            parsed.request.reply = make_reply(parsed, model, link)
+        return link
 
     async def _answer(
         self,
@@ -834,42 +678,6 @@ class HttpFrontend:
         # use) until they are sent
         await self._send_infer_response(send, header, blobs, accept)
 
-    async def _infer_unparsed(
-        self,
-        scope: Scope,
-        send: Send,
-        model: ModelVersion,
-        body: bytearray | memoryview,
-        header_len: int,
-        accept: bytes | None,
-    ) -> bool:
-        """Hand ``body`` unparsed to the model's worker process, which parses and checks it
-        as the server would and writes the answer to the client itself
-        (``ModelVersion.parses_in_backend``). False: it declined the request (not plain,
-        not valid, or no connection to hand over): the server parses it the usual way,
-        with the usual errors and statistics."""
-        offer_hook = scope.get(DIRECT)
-        link = offer_hook() if offer_hook is not None else None
-        if link is None:
-            return False
-        request = InferRequest(id="", inputs={}, body=(body, header_len))
-        request.start_ns = time.monotonic_ns()
-        request.direct = direct_offer(None, model, link)
-        response = await _infer_cancelled_on_leaving(scope, model, request)
-        if response.declined:
-            return False
-        if response.answered:
-            await _finish(link, response.rest)
-            return True
-        if response.error is not None:  # the model's error
-            await send_error(send, response.error, TEXT)
-            return True
-        # outputs the worker could not write itself (it parsed the body without error: so
-        # does the server)
-        parsed = parse_infer_request(body, header_len, model, self.core.shm)
-        await self._answer(scope, send, model, parsed, response, accept)
-        return True
-
     async def _send_infer_response(
         self, send: Send, header: bytes, blobs: list[bytes | memoryview], accept: bytes | None
     ) -> None:
@@ -896,6 +704,97 @@ class HttpFrontend:
     async def _generate(
         self, scope: Scope, receive: Receive, send: Send, name: str, version: str, action: str
     ) -> None:
+        """``/generate`` or ``/generate_stream`` (``action``) of model ``name``."""
         await handle_generate(
             self.core, scope, receive, send, name, version, action == "generate_stream"
         )
+
+
+# ---------------------------------------------------------------------- the routes
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One endpoint of Triton's HTTP API: which requests reach which handler.
+
+    A request reaches the endpoint when its path equals ``path`` (``pattern`` None) or
+    fully matches ``pattern`` (whose matches all start with ``path``). It is then answered
+    403 if the API group ``api`` is restricted (``--http-restricted-api``) and the request
+    lacks the group's header, else 405 if its method is not one of ``methods``, else by
+    ``handler(frontend, scope, receive, send, *captures)``: the pattern's groups, with
+    ``absent`` for an optional group that took no part in the match.
+    """
+
+    path: str
+    pattern: re.Pattern[str] | None
+    api: str
+    methods: tuple[str, ...]
+    handler: Callable[..., Awaitable[None]]
+    absent: str | None = None
+    #: Triton answers this endpoint's 405 as text/plain, Content-Length first (else JSON)
+    text_405: bool = False
+
+
+#: the start of a regular expression before its first special character
+_LITERAL_START = re.compile(r"[^\\.^$*+?{}\[\]|()]*")
+
+
+def _endpoint(
+    path: str,
+    api: str,
+    methods: tuple[str, ...],
+    handler: Callable[..., Awaitable[None]],
+    *,
+    absent: str | None = None,
+    text_405: bool = False,
+) -> Route:
+    """The :class:`Route` of ``path``: a regular expression (alternatives grouped, never
+    ``a|b`` at its top level), or (without any of its special characters) a literal path.
+    ``Route.path`` is the literal start that every match of the expression has."""
+    literal = _LITERAL_START.match(path)
+    assert literal is not None
+    start = literal.group()
+    if path[len(start) : len(start) + 1] in ("?", "*", "{"):  # (its last character optional)
+        start = start[:-1]
+    pattern = None if start == path else re.compile(path)
+    return Route(start, pattern, api, methods, handler, absent, text_405)
+
+
+_F = HttpFrontend
+_GET, _POST, _GET_POST = ("GET",), ("POST",), ("GET", "POST")
+#: a model name, then an optional version (the first two groups of a model route)
+_MODEL = r"/v2/models/([^/]+)(?:/versions/([0-9]+))?"
+#: an optional shared-memory region name (the first group)
+_REGION = r"(?:/region/([^/]+))?"
+
+#: Triton's endpoints, walked in order by ``HttpFrontend._route``: the first whose path
+#: the request's is answers it; none: 404. Model inference comes first (the hot path), then
+#: model readiness; ``/v2/models/stats`` comes before model metadata (which would read it
+#: as a model named ``stats``); no other two entries share a path. A model's trace
+#: settings have no version (with one: 404, not 403 or 405).
+_ROUTES: tuple[Route, ...] = (
+    _endpoint(_MODEL + "/infer", "inference", _POST, _F._infer, absent="", text_405=True),
+    _endpoint(_MODEL + "/ready", "health", _GET, _F._model_ready, absent="", text_405=True),
+    _endpoint("/v2/models/stats", "statistics", _GET, _F._stats),
+    _endpoint(_MODEL, "metadata", _GET, _F._model_metadata, absent=""),
+    _endpoint(_MODEL + "/config", "model-config", _GET, _F._model_config, absent=""),
+    _endpoint(_MODEL + "/stats", "statistics", _GET, _F._stats, absent=""),
+    _endpoint(r"/v2/models/([^/]+)/trace/setting", "trace", _GET_POST, _F._trace),
+    _endpoint(_MODEL + "/(generate|generate_stream)", "inference", _POST, _F._generate, absent=""),
+    _endpoint("/v2/logging", "logging", _GET_POST, _F._logging),
+    _endpoint("/v2", "metadata", _GET, _F._server_metadata),
+    _endpoint("/v2/health/(live|ready)", "health", _GET, _F._health, text_405=True),
+    _endpoint("/v2/systemsharedmemory" + _REGION + "/(status)", "shared-memory", _GET,
+              _F._system_shm),
+    _endpoint("/v2/systemsharedmemory" + _REGION + "/(register|unregister)", "shared-memory",
+              _POST, _F._system_shm),
+    _endpoint("/v2/cudasharedmemory" + _REGION + "/(status)", "shared-memory", _GET,
+              _F._cuda_shm),
+    _endpoint("/v2/cudasharedmemory" + _REGION + "/(register|unregister)", "shared-memory",
+              _POST, _F._cuda_shm),
+    _endpoint(r"/v2/repository(?:/[^/]+)?/index", "model-repository", _POST,
+              _F._repository_index),
+    _endpoint(r"/v2/repository(?:/([^/]+))?/models/([^/]+)/(load|unload)", "model-repository",
+              _POST, _F._repository_model),
+    _endpoint("/v2/trace/setting", "trace", _GET_POST, _F._trace),
+)  # fmt: skip
