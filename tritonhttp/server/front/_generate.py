@@ -101,6 +101,9 @@ async def handle_generate(
     version: str,
     stream: bool,
 ) -> None:
+    """Answer a request to ``/generate`` or (``stream``) ``/generate_stream`` of model
+    ``name`` (of its ``version``, where given): its errors as JSON, else the model's
+    responses."""
     try:
         if version:
             parse_version(version)
@@ -109,76 +112,7 @@ async def handle_generate(
             if k == b"content-encoding" and v != b"identity":
                 raise CoreError("Unsupported content-encoding, only 'identity' is supported.")
         doc = _parse_keeping_names(await read_body(receive))
-        req = InferRequest(id="", inputs={})
-        assert model.config is not None
-        batch = [-1] if model.config.max_batch_size > 0 else []
-        dims = {i.name: batch + list(i.dims) for i in model.config.input}
-        from ..core._config import wire_datatype
-
-        wires = {i.name: wire_datatype(i.data_type) for i in model.config.input}
-        if not isinstance(doc, dict):
-            raise CoreError("attempt to get members for non-object", Code.INTERNAL)
-        if "id" in doc:  # the request id: the body's own "id" only, read as a C string
-            if not isinstance(doc["id"], str):
-                raise CoreError(
-                    "Unable to parse 'id': attempt to access JSON non-string as string",
-                    Code.INTERNAL,
-                )
-            req.id = doc["id"].partition("\0")[0]
-
-        def put(key: str, value: Any, prefix: str) -> None:
-            if key in dims:
-                if key in req.inputs:
-                    raise CoreError(
-                        f"{prefix}[request id: {req.id or '<id_unknown>'}] input '{key}' "
-                        "already exists in request"
-                    )
-                values = value if isinstance(value, list) else [value]
-                shape = _derive_shape(dims[key], len(values), key)
-                wire = wires[key]
-                if wire in ("FP16", "BF16"):
-                    raise CoreError(
-                        f"{prefix}receiving {wire} data via JSON is not supported. "
-                        f"Please use the binary data format for input {key}"
-                    )
-                arr = _json_data(values, wire, key, len(values))
-                req.inputs[key] = InputTensor(key, wire, shape, array=arr.reshape(shape))
-                return
-            if isinstance(value, str):
-                req.parameters[key] = value.partition("\0")[0]  # (a C string)
-            elif isinstance(value, (bool, float)):
-                req.parameters[key] = value
-            elif type(value) is int:
-                req.parameters[key] = value if -(2**63) <= value < 2**63 else float(value)
-            else:
-                raise CoreError(
-                    f"{prefix}parameter '{key}' has invalid type. It should be either "
-                    "'int', 'bool', or 'string'."
-                )
-
-        for key in _names(doc):
-            value = doc[key]
-            if key == "parameters":
-                if "parameters" in dims:
-                    raise CoreError(
-                        "Keyword 'parameters' for nested schema also given as input tensor name"
-                    )
-                if not isinstance(value, dict):
-                    raise CoreError(
-                        "Expected JSON object for keyword: 'parameters': attempt to "
-                        "access JSON non-object as object",
-                        Code.INTERNAL,
-                    )
-                prefix = "Converting keyword: 'parameters': "
-                for k2 in _names(value):
-                    try:
-                        put(k2, value[k2], prefix)
-                    except CoreError as e:  # (every error here says where it is)
-                        if e.message.startswith(prefix):
-                            raise
-                        raise CoreError(prefix + e.message, e.code) from None
-            else:
-                put(key, value, "")
+        req = _build_request(model, doc)
         model.admit(req)
     except CoreError as e:
         await send_error(send, e)
@@ -193,6 +127,98 @@ async def handle_generate(
         body = b"data: " + body + b"\n\n"
     await send({"type": "http.response.body", "body": body, "more_body": True})
     await send({"type": "http.response.body", "body": b""})
+
+
+#: a model's inputs by name: the shape its configuration declares (with the batch
+#: dimension, -1, first where the model batches) and the wire datatype
+_Schema = dict[str, tuple[list[int], str]]
+
+
+def _schema(model: ModelVersion) -> _Schema:
+    """``model``'s inputs, as the generate extension maps a request's members onto them."""
+    assert model.config is not None
+    batch = [-1] if model.config.max_batch_size > 0 else []
+    from ..core._config import wire_datatype
+
+    return {i.name: (batch + list(i.dims), wire_datatype(i.data_type)) for i in model.config.input}
+
+
+def _build_request(model: ModelVersion, doc: Any) -> InferRequest:
+    """The inference request that the generate body ``doc`` asks of ``model``: the members
+    named as inputs are its input tensors, the others its parameters, as are the members of
+    a ``parameters`` object."""
+    req = InferRequest(id="", inputs={})
+    schema = _schema(model)
+    if not isinstance(doc, dict):
+        raise CoreError("attempt to get members for non-object", Code.INTERNAL)
+    if "id" in doc:  # the request id: the body's own "id" only, read as a C string
+        if not isinstance(doc["id"], str):
+            raise CoreError(
+                "Unable to parse 'id': attempt to access JSON non-string as string",
+                Code.INTERNAL,
+            )
+        req.id = doc["id"].partition("\0")[0]
+    for key in _names(doc):
+        value = doc[key]
+        if key == "parameters":
+            _put_parameters(req, schema, value)
+        else:
+            _put(req, schema, key, value, "")
+    return req
+
+
+def _put_parameters(req: InferRequest, schema: _Schema, value: Any) -> None:
+    """Put the members of the body's ``parameters`` object into ``req`` (each error says
+    it comes from there)."""
+    if "parameters" in schema:
+        raise CoreError("Keyword 'parameters' for nested schema also given as input tensor name")
+    if not isinstance(value, dict):
+        raise CoreError(
+            "Expected JSON object for keyword: 'parameters': attempt to "
+            "access JSON non-object as object",
+            Code.INTERNAL,
+        )
+    prefix = "Converting keyword: 'parameters': "
+    for key in _names(value):
+        try:
+            _put(req, schema, key, value[key], prefix)
+        except CoreError as e:  # (every error here says where it is)
+            if e.message.startswith(prefix):
+                raise
+            raise CoreError(prefix + e.message, e.code) from None
+
+
+def _put(req: InferRequest, schema: _Schema, key: str, value: Any, prefix: str) -> None:
+    """Put member ``key`` into ``req``: an input tensor where ``schema`` names an input so,
+    else a parameter; ``prefix`` starts the messages of its errors."""
+    if key in schema:
+        if key in req.inputs:
+            raise CoreError(
+                f"{prefix}[request id: {req.id or '<id_unknown>'}] input '{key}' "
+                "already exists in request"
+            )
+        dims, wire = schema[key]
+        values = value if isinstance(value, list) else [value]
+        shape = _derive_shape(dims, len(values), key)
+        if wire in ("FP16", "BF16"):
+            raise CoreError(
+                f"{prefix}receiving {wire} data via JSON is not supported. "
+                f"Please use the binary data format for input {key}"
+            )
+        arr = _json_data(values, wire, key, len(values))
+        req.inputs[key] = InputTensor(key, wire, shape, array=arr.reshape(shape))
+        return
+    if isinstance(value, str):
+        req.parameters[key] = value.partition("\0")[0]  # (a C string)
+    elif isinstance(value, (bool, float)):
+        req.parameters[key] = value
+    elif type(value) is int:
+        req.parameters[key] = value if -(2**63) <= value < 2**63 else float(value)
+    else:
+        raise CoreError(
+            f"{prefix}parameter '{key}' has invalid type. It should be either "
+            "'int', 'bool', or 'string'."
+        )
 
 
 _ONE_RESPONSE = (
