@@ -186,11 +186,7 @@ def _cache_size(specs: list[str], legacy_size: int | None) -> int | None:
 def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
     """Parse tritonserver-style flags; raises OptionsError for what is not supported."""
     argv = list(argv) if argv is not None else None
-    for arg in argv or []:
-        if arg.startswith("--"):
-            name = arg[2:].split("=", 1)[0]
-            if name in _UNSUPPORTED:
-                raise OptionsError(f"--{name} is not supported: {_UNSUPPORTED[name]}")
+    _refuse_unsupported(argv or [])
     parser = _parser()
 
     def fail(message: str) -> NoReturn:
@@ -204,7 +200,44 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
         raise OptionsError("--allow-grpc=true is not supported: gRPC is not implemented")
     if not ns.model_repository:
         raise OptionsError("--model-repository is required")
-    opts = ServerOptions(
+    opts = _plain_options(ns)
+    for repo in opts.model_repositories:
+        if not repo.is_dir():
+            raise OptionsError(f"failed to stat file {repo}: the model repository does not exist")
+    if ns.http_busy_wait_us < 0:
+        raise OptionsError("--http-busy-wait-us must not be negative")
+    if ns.load_model and ns.model_control_mode != "explicit":
+        raise OptionsError("--load-model needs --model-control-mode=explicit")
+    opts.restricted_apis = _restricted_apis(ns.http_restricted_api)
+    opts.trace_config = _trace_config(ns.trace_config)
+    opts.backend_config = _backend_config(ns.backend_config)
+    opts.python_isolation = _python_isolation(ns.python_isolation, opts.backend_config)
+    opts.cache_size = _cache_size(ns.cache_config, ns.response_cache_byte_size)
+    if opts.header_forward_pattern is not None:
+        import re
+
+        try:
+            re.compile(opts.header_forward_pattern)
+        except re.error as e:
+            raise OptionsError(f"invalid --http-header-forward-pattern: {e}") from None
+    return opts
+
+
+def _refuse_unsupported(argv: list[str]) -> None:
+    """Raise OptionsError for the first tritonserver flag in ``argv`` this server does not
+    implement (see ``_UNSUPPORTED``)."""
+    for arg in argv:
+        if arg.startswith("--"):
+            name = arg[2:].split("=", 1)[0]
+            if name in _UNSUPPORTED:
+                raise OptionsError(f"--{name} is not supported: {_UNSUPPORTED[name]}")
+
+
+def _plain_options(ns: argparse.Namespace) -> ServerOptions:
+    """The options that the parsed flags ``ns`` give directly; those read from
+    specifications (restricted APIs, trace, backend and cache settings, the Python
+    isolation) keep their defaults here."""
+    return ServerOptions(
         model_repositories=[Path(p) for p in ns.model_repository],
         http_address=ns.http_address,
         http_port=ns.http_port,
@@ -230,14 +263,12 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
         http_server=ns.http_server,
         auto_complete=not (ns.disable_auto_complete_config or ns.strict_model_config is True),
     )
-    for repo in opts.model_repositories:
-        if not repo.is_dir():
-            raise OptionsError(f"failed to stat file {repo}: the model repository does not exist")
-    if ns.http_busy_wait_us < 0:
-        raise OptionsError("--http-busy-wait-us must not be negative")
-    if ns.load_model and ns.model_control_mode != "explicit":
-        raise OptionsError("--load-model needs --model-control-mode=explicit")
-    for spec in ns.http_restricted_api:
+
+
+def _restricted_apis(specs: list[str]) -> dict[str, tuple[str, str]]:
+    """The (header, value) each restricted API group needs, from ``--http-restricted-api``."""
+    restricted: dict[str, tuple[str, str]] = {}
+    for spec in specs:
         apis, sep, kv = spec.rpartition(":")
         key, eq, value = kv.partition("=")
         if not sep or not eq or not key:
@@ -247,10 +278,16 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
         for api in apis.split(","):
             if api not in _API_NAMES:
                 raise OptionsError(f"unknown restricted api '{api}'")
-            if api in opts.restricted_apis:
+            if api in restricted:
                 raise OptionsError(f"api '{api}' can not be specified in multiple config groups")
-            opts.restricted_apis[api] = (key, value)
-    for spec in ns.trace_config:
+            restricted[api] = (key, value)
+    return restricted
+
+
+def _trace_config(specs: list[str]) -> dict[str, dict[str, str]]:
+    """The trace settings by mode ("": every mode), from ``--trace-config``."""
+    config: dict[str, dict[str, str]] = {}
+    for spec in specs:
         head, sep, rest = spec.partition(",")
         if sep and "=" not in head:
             mode, setting = head, rest
@@ -259,39 +296,39 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
         key, eq, value = setting.partition("=")
         if not eq:
             raise OptionsError(f"--trace-config expects [<mode>,]<key>=<value>, got '{spec}'")
-        opts.trace_config.setdefault(mode, {})[key] = value
-    for spec in ns.backend_config:
+        config.setdefault(mode, {})[key] = value
+    return config
+
+
+def _backend_config(specs: list[str]) -> dict[str, dict[str, str]]:
+    """The settings by backend, from ``--backend-config``."""
+    config: dict[str, dict[str, str]] = {}
+    for spec in specs:
         backend, sep, setting = spec.partition(",")
         key, eq, value = setting.partition("=")
         if not sep or not eq:
             raise OptionsError(f"--backend-config expects <backend>,<key>=<value>, got '{spec}'")
-        opts.backend_config.setdefault(backend, {})[key] = value
-    isolation = opts.backend_config.get("python", {}).get("isolation", "process")
+        config.setdefault(backend, {})[key] = value
+    return config
+
+
+def _python_isolation(flag: str | None, backend_config: dict[str, dict[str, str]]) -> str:
+    """Where Python model instances run: ``--python-isolation``, else the python backend's
+    ``isolation`` setting, else ``TRITONHTTP_PYTHON_ISOLATION``, else "process". The
+    setting in ``backend_config`` is made to say the same."""
+    isolation = backend_config.get("python", {}).get("isolation", "process")
     if isolation not in ISOLATIONS:
         raise OptionsError(
             f"--backend-config=python,isolation={isolation}: expected 'process' or 'in-process'"
         )
     env_isolation = os.environ.get("TRITONHTTP_PYTHON_ISOLATION", "")
-    if (
-        env_isolation
-        and not ns.python_isolation
-        and "isolation" not in opts.backend_config.get("python", {})
-    ):
+    if env_isolation and not flag and "isolation" not in backend_config.get("python", {}):
         if env_isolation not in ISOLATIONS:
             raise OptionsError(
                 f"TRITONHTTP_PYTHON_ISOLATION={env_isolation}: expected 'process' or 'in-process'"
             )
         isolation = env_isolation
-        opts.backend_config.setdefault("python", {})["isolation"] = isolation
-    opts.python_isolation = ns.python_isolation or isolation
-    if ns.python_isolation:
-        opts.backend_config.setdefault("python", {})["isolation"] = ns.python_isolation
-    opts.cache_size = _cache_size(ns.cache_config, ns.response_cache_byte_size)
-    if opts.header_forward_pattern is not None:
-        import re
-
-        try:
-            re.compile(opts.header_forward_pattern)
-        except re.error as e:
-            raise OptionsError(f"invalid --http-header-forward-pattern: {e}") from None
-    return opts
+        backend_config.setdefault("python", {})["isolation"] = isolation
+    if flag:
+        backend_config.setdefault("python", {})["isolation"] = flag
+    return flag or isolation
