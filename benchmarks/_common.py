@@ -15,7 +15,9 @@ import os
 import platform
 import re
 import socket
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -222,3 +224,22 @@ def interpreter() -> str:
 def line(name: str, ours: float, reference: float, unit: str, higher_is_better: bool = True) -> str:
     ratio = ours / reference if higher_is_better else reference / ours
     return f"{name}: ours {ours:,.2f} {unit}, reference {reference:,.2f} {unit}, ratio {ratio:.2f}"
+
+
+def wrk(url: str, path: str, connections: int, seconds: float, post: str | None = None) -> float:
+    """Requests per second wrk reaches on ``path`` (a JSON POST of ``post``, else GET),
+    one thread, ``connections`` keep-alive connections; any non-2xx answer is an error."""
+    args = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s"]
+    with tempfile.TemporaryDirectory() as tmp:
+        if post is not None:
+            script = Path(tmp) / "post.lua"
+            script.write_text(
+                f'wrk.method = "POST"\nwrk.body = {json.dumps(post)}\n'
+                'wrk.headers["Content-Type"] = "application/json"\n'
+            )
+            args += ["-s", str(script)]
+        out = subprocess.run([*args, f"http://{url}{path}"], capture_output=True, text=True).stdout
+    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if not m or "Non-2xx" in out:
+        raise RuntimeError(f"wrk failed against {url}{path}:\n{out}")
+    return float(m.group(1))

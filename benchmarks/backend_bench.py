@@ -45,9 +45,9 @@ from typing import Any
 import numpy as np
 
 try:
-    from _common import ADD_BODY, binary_round_trip, machine
+    from _common import ADD_BODY, binary_round_trip, machine, wrk
 except ImportError:  # run as a module
-    from benchmarks._common import ADD_BODY, binary_round_trip, machine
+    from benchmarks._common import ADD_BODY, binary_round_trip, machine, wrk
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "models"
@@ -100,21 +100,7 @@ def _repos(tmp: Path) -> tuple[Path, Path, Path]:
 
 
 def _wrk(url: str, path: str, body: str, connections: int, seconds: float) -> float:
-    with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / "post.lua"
-        script.write_text(
-            f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n'
-            'wrk.headers["Content-Type"] = "application/json"\n'
-        )
-        out = subprocess.run(
-            ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "-s",
-             str(script), f"http://{url}{path}"],
-            capture_output=True, text=True,
-        ).stdout  # fmt: skip
-    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    if not m or "Non-2xx" in out:
-        raise RuntimeError(f"wrk failed against {url}{path}:\n{out}")
-    return float(m.group(1))
+    return wrk(url, path, connections, seconds, body)
 
 
 async def _client(host: str, port: int, request: bytes, stop: float, counts: list[int]) -> None:

@@ -29,11 +29,9 @@ times and memory the ratio is ours / reference too, so lower is better there).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,9 +42,9 @@ from typing import Any
 import numpy as np
 
 try:
-    from _common import ADD_BODY, binary_round_trip, machine
+    from _common import ADD_BODY, binary_round_trip, machine, wrk
 except ImportError:  # run as a module
-    from benchmarks._common import ADD_BODY, binary_round_trip, machine
+    from benchmarks._common import ADD_BODY, binary_round_trip, machine, wrk
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "models"
@@ -58,24 +56,6 @@ def _repo() -> Path:
     for name in THREE:
         shutil.copytree(MODELS / name, tmp / name)
     return tmp
-
-
-def _wrk(url: str, path: str, connections: int, seconds: float, post: str | None) -> float:
-    args = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s"]
-    with tempfile.TemporaryDirectory() as tmp:
-        if post is not None:
-            script = Path(tmp) / "post.lua"
-            script.write_text(
-                f'wrk.method = "POST"\nwrk.body = {json.dumps(post)}\n'
-                'wrk.headers["Content-Type"] = "application/json"\n'
-            )
-            args += ["-s", str(script)]
-        cmd = [*args, f"http://{url}{path}"]
-        out = subprocess.run(cmd, capture_output=True, text=True).stdout
-    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    if not m or "Non-2xx" in out:
-        raise RuntimeError(f"wrk failed against {url}{path}:\n{out}")
-    return float(m.group(1))
 
 
 class Target:
@@ -241,11 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             for case, path, conns, body in cases:
                 for t in targets:  # warm-up
-                    _wrk(t.server.url, path, conns, 1, body)
+                    wrk(t.server.url, path, conns, 1, body)
                 results[case] = _alternate(
                     targets,
                     args.rounds,
-                    lambda t: _wrk(t.server.url, path, conns, args.seconds, body),  # noqa: B023
+                    lambda t: wrk(t.server.url, path, conns, args.seconds, body),  # noqa: B023
                 )
         payload = np.random.default_rng(0).random(16 * 1024 * 1024, dtype=np.float32)
         for t in targets:

@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 from tritonhttp.server import _launch
-from tritonhttp.server.backends.python import _worker
-from tritonhttp.server.front import _answer
+from tritonhttp.server.backends.python import _direct, _worker
+from tritonhttp.server.backends.python._messages import AnsweredDesc
+from tritonhttp.server.front import _answer, _reply
 
 from .conftest import Start
 
@@ -360,8 +361,8 @@ class _Tensor:
 def _worker_with(conn: socket.socket) -> Any:
     a, b = socket.socketpair()
     c, d = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-    worker = _worker.Worker(_worker.Channel(a, c))
-    worker.connections[7] = (conn, *HEADS)
+    worker = _worker.Worker(_worker.Channel(a, c), _reply)
+    worker.connections[7] = (conn, _reply.open_writer(*HEADS))
     return worker, (a, b, c, d)
 
 
@@ -372,13 +373,13 @@ def test_what_the_client_socket_does_not_take_is_handed_back() -> None:
     worker, keep = _worker_with(ours)
     data = np.arange(16_000, dtype=np.float32)
     response = _Response([_Tensor("OUT", "FP32", data)])
-    direct = (7, b'{"model_name":"m","model_version":"1"', {}, True)
-    desc = worker.answer_client(direct, response, None)
-    assert desc is not None and desc[0] == 2
-    rest = desc[1]
+    spec = (b'{"model_name":"m","model_version":"1"', {}, True)
+    desc = worker.answer_client((7, spec), response, None)
+    assert isinstance(desc, AnsweredDesc)
+    rest = desc.rest
     assert 0 < len(rest) < data.nbytes  # some was written, the rest handed back
     outputs = [("OUT", "FP32", [16000], data)]
-    header, _ = _answer.encode_outputs(direct[1], None, outputs, {}, True, {})
+    header, _ = _answer.encode_outputs(spec[0], None, outputs, {}, True, {})
     whole = HEADS[1] % (len(header), len(header) + data.nbytes) + header + data.tobytes()
     got = b""
     theirs.settimeout(1)
@@ -393,26 +394,26 @@ def test_the_worker_leaves_to_the_server_what_it_should_not_write() -> None:
     ours, theirs = socket.socketpair()
     worker, keep = _worker_with(ours)
     prefix = b'{"model_name":"m","model_version":"1"'
-    big = np.zeros(_worker.DIRECT_MAX // 4 + 1, np.float32)
+    big = np.zeros(_direct.DIRECT_MAX // 4 + 1, np.float32)
     cases = [
-        ((7, prefix, {}, False), _Response([_Tensor("H", "FP16", np.ones(2, np.float16))])),
-        ((7, prefix, {}, True), _Response([_Tensor("BIG", "FP32", big)])),
-        ((8, prefix, {}, False), _Response([_Tensor("F", "FP32", np.ones(2, np.float32))])),
-        ((7, prefix, {}, False), _Response([_Tensor("F", "FP32", np.ones(2, np.float64))])),
+        ((7, (prefix, {}, False)), _Response([_Tensor("H", "FP16", np.ones(2, np.float16))])),
+        ((7, (prefix, {}, True)), _Response([_Tensor("BIG", "FP32", big)])),
+        ((8, (prefix, {}, False)), _Response([_Tensor("F", "FP32", np.ones(2, np.float32))])),
+        ((7, (prefix, {}, False)), _Response([_Tensor("F", "FP32", np.ones(2, np.float64))])),
     ]  # (JSON can't carry FP16; too big; a connection it doesn't hold; a dtype mismatch)
     for direct, response in cases:
         assert worker.answer_client(direct, response, None) is None
     error = _Response([])
     error._error = object()  # type: ignore[assignment]
-    assert worker.answer_client((7, prefix, {}, False), error, None) is None
+    assert worker.answer_client((7, (prefix, {}, False)), error, None) is None
     # and another thread's answers always go through the server
     result: list[Any] = []
     ok = _Response([_Tensor("F", "FP32", np.ones(2, np.float32))])
-    direct = (7, prefix, {}, False)
+    direct = (7, (prefix, {}, False))
     thread = threading.Thread(target=lambda: result.append(worker.answer_client(direct, ok, None)))
     thread.start()
     thread.join()
     assert result == [None]
-    assert worker.answer_client(direct, ok, None) == (2, b"")
+    assert worker.answer_client(direct, ok, None) == AnsweredDesc(b"")
     for s in (ours, theirs, *keep):
         s.close()

@@ -13,16 +13,22 @@ from typing import Any
 
 from ._options import ServerOptions
 from .backends.python import PythonBackend
+from .backends.python._direct import DirectReply, ReplyCodec
 from .core._bridge import CoreBridge
 from .core._cache import ResponseCache
 from .core._core import VERSION, ServerCore
 from .core._repository import Repository
 from .core._settings import LogSettings, TraceSettings
-from .front import HttpFrontend, MetricsApp
+from .front import HttpFrontend, MetricsApp, _reply
 from .http import HttpServer, UvicornServer
 from .support._logging import configure_logging
 
 __all__ = ["Server", "StartupError"]
+
+#: the front's reply capability and codec, handed to the Python backend; typed as what
+#: the backend expects of them, so mypy checks that the two sides agree
+REPLY_CODEC: ReplyCodec = _reply
+REPLY_TYPE: type[DirectReply] = _reply.HttpReply
 
 log = logging.getLogger("tritonhttp.server")
 
@@ -67,7 +73,9 @@ class Server:
             file=flat.get("file", ""),
             mode=flat.get("mode", mode),
         )
-        self.python_backend = PythonBackend(isolation=o.python_isolation)
+        self.python_backend = PythonBackend(
+            isolation=o.python_isolation, reply_codec=_reply.__name__
+        )
         self.repository = Repository(
             o.model_repositories,
             o.model_control_mode,

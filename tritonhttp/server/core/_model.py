@@ -49,7 +49,6 @@ class ModelVersion:
         self.metadata_json = b""
         self.instances: list[ModelInstance] = []
         self.answers_directly = False
-        self.parses_in_backend = False
         self.stats = ModelStats()
         self.decoupled = False
         self.in_flight = 0
@@ -105,7 +104,7 @@ class ModelVersion:
             scheduler = FifoScheduler(instances, self._execute, self.stats)
         self.scheduler = scheduler
         self.cache = cache if cache is not None and config.response_cache.enable else None
-        #: every instance may write an answer to the client itself (``InferRequest.direct``);
+        #: every instance may write an answer to the client itself (``InferRequest.reply``);
         #: never under the sequence batcher, which must end or release a request's sequence
         #: before the client has its answer and can send the next request
         self.answers_directly = (
@@ -114,13 +113,6 @@ class ModelVersion:
             and self._sequence is None
             and not self.decoupled
             and all(getattr(i, "answers_directly", False) for i in instances)
-        )
-        #: every instance may be handed a request's body unparsed (``InferRequest.body``):
-        #: it parses and checks it itself, and answers the client or declines
-        self.parses_in_backend = (
-            self.answers_directly
-            and which is None
-            and all(getattr(i, "parses_requests", False) for i in instances)
         )
         self.state = "READY"
         self.reason = ""
@@ -207,8 +199,6 @@ class ModelVersion:
         times = ExecutionTimes(on_free=on_free)
         responses = await inst.execute(requests, times)
         t1 = time.monotonic_ns()
-        if responses and responses[0].declined:  # (an unparsed body executes alone)
-            return responses  # not executed: the front end sends it the usual way
         batch = 0
         for r in requests:
             batch += r.batch_size

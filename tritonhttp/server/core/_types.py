@@ -13,7 +13,6 @@ import numpy as np
 from ._errors import CoreError
 
 __all__ = [
-    "DirectOffer",
     "ExecutionTimes",
     "InferRequest",
     "InferResponse",
@@ -56,27 +55,6 @@ class OutputTensor(NamedTuple):
 
 
 @dataclass(slots=True)
-class DirectOffer:
-    """A request's answer may be written to the client's connection by the backend.
-
-    ``fd`` (a descriptor of the connection, ``key`` naming it) is valid until the
-    callbacks given to ``on_close`` run. ``heads`` are the connection's HTTP heads
-    ``(json_head, binary_head)`` with ``%d`` for the lengths (see
-    ``tritonhttp.server._extensions.DirectLink``), the same for every request on it.
-    ``answer`` says how to write this request's successful answer: ``(key, prefix,
-    binary, binary_default)``, the key and the arguments of
-    ``tritonhttp.server._answer.encode_outputs``; None for an unparsed request (the
-    backend that parses it works that out itself).
-    """
-
-    key: int
-    fd: int
-    on_close: Callable[[Callable[[], None]], None]
-    heads: tuple[bytes, bytes]
-    answer: tuple[int, bytes, dict[str, bool | None], bool] | None
-
-
-@dataclass(slots=True)
 class InferRequest:
     """A request as the core and the backends see it (after the HTTP layer parsed it)."""
 
@@ -101,13 +79,11 @@ class InferRequest:
     #: decoupled models only: every response the model sends goes here as it is sent
     #: (the response ``ModelVersion.infer`` returns is then only a completion marker)
     response_stream: ResponseStream | None = None
-    #: the front end's offer to let the backend write the answer to the client itself
-    #: (carried through the core untouched); None: no offer
-    direct: DirectOffer | None = None
-    #: an unparsed request: its (decompressed) body and JSON header length, for a backend
-    #: whose instances parse requests themselves (``ModelVersion.parses_in_backend``);
-    #: such a request carries no inputs and executes alone
-    body: tuple[bytearray | memoryview, int] | None = None
+    #: an optional capability of the front end, carried through the core untouched: the
+    #: backend may write this request's successful answer to the client itself (what it
+    #: looks like is between the front and the backend, e.g.
+    #: ``tritonhttp.server.backends.python._direct.DirectReply``); None: it may not
+    reply: object | None = None
 
     def log_prefix(self) -> str:
         return f"[request id: {self.id or '<id_unknown>'}] "
@@ -125,13 +101,10 @@ class InferResponse:
     #: the model released the request with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
     #: the scheduler must queue it again instead of answering (sequence/iterative models)
     rescheduled: bool = False
-    #: the backend wrote this answer to the client itself (``InferRequest.direct``),
-    #: all but ``rest``, which the front end still has to send
+    #: the backend wrote this answer to the client itself (``InferRequest.reply``), all
+    #: but ``rest``, which the front end still has to send
     answered: bool = False
     rest: bytes = b""
-    #: the backend did not take an unparsed request (``InferRequest.body``): it was not
-    #: executed, and the front end parses and sends it the usual way
-    declined: bool = False
 
 
 @dataclass(slots=True)

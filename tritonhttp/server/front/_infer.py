@@ -13,7 +13,6 @@ from ... import utils as _utils_pkg  # noqa: F401  (keeps tritonhttp.utils impor
 from ...utils._dtypes import TRITON_TO_NUMPY
 from ..core._errors import Code, CoreError
 from ..core._types import (
-    DirectOffer,
     InferRequest,
     InferResponse,
     InputTensor,
@@ -24,9 +23,9 @@ from ..http._extensions import DirectLink
 from ..support import _json
 from ._answer import AnswerError, binary_data, encode_outputs
 from ._http import parse_json
+from ._reply import AnswerSpec, HttpReply
 
 if TYPE_CHECKING:
-    from ..core._admission import Admission
     from ..core._model import ModelVersion
     from ..core._shm import RegionSlice, SharedMemoryRegistry
 
@@ -34,10 +33,9 @@ __all__ = [
     "OutputSpec",
     "ParsedInfer",
     "answerable_elsewhere",
-    "direct_answer",
-    "direct_offer",
     "encode_response",
     "inflate",
+    "make_reply",
     "parse_infer_request",
     "pick_encoding",
 ]
@@ -256,7 +254,7 @@ def _request_parameters(params: Any, req: InferRequest) -> bool:
 def parse_infer_request(
     body: bytearray | memoryview,
     header_len: int,
-    model: ModelVersion | Admission,
+    model: ModelVersion,
     shm: SharedMemoryRegistry | None,
 ) -> ParsedInfer:
     """Parse a (decompressed) infer body; raises CoreError (answered as application/json).
@@ -331,7 +329,7 @@ def _parse_doc(
     doc: Any,
     view: memoryview,
     header_len: int,
-    model: ModelVersion | Admission,
+    model: ModelVersion,
     shm: SharedMemoryRegistry | None,
     fast: bool = True,
 ) -> tuple[ParsedInfer, int]:
@@ -456,7 +454,7 @@ def _params_of(item: Any) -> dict[str, Any]:
 def _parse_input(
     item: Any,
     req: InferRequest,
-    model: ModelVersion | Admission,
+    model: ModelVersion,
     shm: SharedMemoryRegistry | None,
     view: memoryview,
 ) -> tuple[InputTensor, int | None, int]:
@@ -630,7 +628,7 @@ def _classify(out: OutputTensor, k: int, labels: list[str] | None, batching: boo
 _NO_CHOICES: dict[str, bool | None] = {}
 
 
-def _outputs_prefix(req: InferRequest, model: ModelVersion | Admission) -> bytes:
+def _outputs_prefix(req: InferRequest, model: ModelVersion) -> bytes:
     """The answer's JSON header up to the model version (cached per model version)."""
     prefix = model.wire_prefix
     if not prefix:
@@ -717,20 +715,13 @@ def answerable_elsewhere(parsed: ParsedInfer) -> bool:
     return not any(spec.classification for spec in parsed.outputs.values())
 
 
-def direct_offer(parsed: ParsedInfer | None, model: ModelVersion, link: DirectLink) -> DirectOffer:
-    """The offer to answer ``parsed`` (:func:`answerable_elsewhere`) on ``link`` for the backend
-    (None: an unparsed request, which the backend parses itself)."""
-    answer = None if parsed is None else direct_answer(parsed, model, link.key)
-    return DirectOffer(link.key, link.fd, link.on_close, (link.json_head, link.binary_head), answer)
-
-
-def direct_answer(
-    parsed: ParsedInfer, model: ModelVersion | Admission, key: int
-) -> tuple[int, bytes, dict[str, bool | None], bool]:
-    """How to write ``parsed``'s answer on connection ``key`` (``DirectOffer.answer``)."""
+def make_reply(parsed: ParsedInfer, model: ModelVersion, link: DirectLink) -> HttpReply:
+    """The reply capability for ``parsed`` (:func:`answerable_elsewhere`) on ``link``,
+    handed down to the backend on ``InferRequest.reply``."""
     specs = parsed.outputs
     binary = {name: spec.binary for name, spec in specs.items()} if specs else {}
-    return (key, _outputs_prefix(parsed.request, model), binary, parsed.binary_default)
+    answer: AnswerSpec = (_outputs_prefix(parsed.request, model), binary, parsed.binary_default)
+    return HttpReply(link.key, link.fd, link.on_close, (link.json_head, link.binary_head), answer)
 
 
 def pick_encoding(header: bytes | None) -> str | None:

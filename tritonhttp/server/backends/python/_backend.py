@@ -13,12 +13,13 @@ from triton_python_backend_utils import _runtime
 from ...core._backend_api import LoadContext, ModelInstance, ServerBridge
 from ...core._config import config_to_json
 from ...core._errors import Code, CoreError
-from ...core._model import admission_for
 from ...core.model_config_pb2 import ModelConfig
 from ._envs import resolve_env
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
 from ._inprocess import InProcessInstance
-from ._process import ProcessInstance, run_auto_complete
+from ._messages import AutoComplete, Init
+from ._polling import ReplyPoll
+from ._process import ProcessInstance, WorkerContext, run_auto_complete
 from ._runner import InstanceRunner
 from ._services import InProcessRuntime, ModelServices
 from ._settings import BackendSettings
@@ -34,14 +35,19 @@ class PythonBackend:
     """Implements :class:`~tritonhttp.server.core._backend_api.Backend` for ``python``.
 
     ``isolation``/``inline`` are the server-wide defaults; ``--backend-config=python,...``
-    values given to each load override them.
+    values given to each load override them. ``reply_codec``: the module worker
+    processes import to write answers to clients themselves (:mod:`._direct`); None:
+    the server writes every answer.
     """
 
     name = "python"
 
-    def __init__(self, inline: str = "auto", isolation: str = "process") -> None:
+    def __init__(
+        self, inline: str = "auto", isolation: str = "process", reply_codec: str | None = None
+    ) -> None:
         self._defaults = {"inline-execution": inline, "isolation": isolation}
         self.services = ModelServices()
+        self._workers = WorkerContext(self.services, ReplyPoll(), reply_codec)
         self._bound = False
         self._previous = _runtime.current()
 
@@ -76,8 +82,7 @@ class PythonBackend:
         if env is not None or settings.isolation_of(config) == "process":
             completed = await run_auto_complete(
                 settings,
-                ("autocomplete", str(ctx.model_dir), ctx.version, filename, config.name,
-                 original),
+                AutoComplete(str(ctx.model_dir), ctx.version, filename, config.name, original),
                 ctx.model_name,
                 env.python if env else None,
                 env.environ if env else None,
@@ -129,15 +134,13 @@ class PythonBackend:
         if env is not None or settings.isolation_of(config) == "process":
             instance = ProcessInstance(
                 instance_name,
-                ("init", str(ctx.model_dir), ctx.version, filename, instance_name, decoupled,
-                 args, admission_for(ctx.model_name, ctx.version, config).spec()),
-                decoupled,
+                Init(str(ctx.model_dir), ctx.version, filename, instance_name, decoupled, args),
                 outputs,
                 settings,
-                self.services,
+                self._workers,
                 env.python if env else None,
                 env.environ if env else None,
-            )  # fmt: skip
+            )
             await instance.start()
             return instance
         return await self._in_process(ctx, settings, filename, instance_name, decoupled,

@@ -14,6 +14,7 @@ import time
 from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
 
 from ...core._types import ExecutionTimes, InferRequest, InferResponse
+from ._collector import Collector, collect
 from ._convert import core_error, core_response, pb_request, pb_tensor, requested_names
 from ._execution import ModelHost
 from ._runner import InstanceRunner
@@ -23,19 +24,10 @@ __all__ = ["InProcessInstance"]
 
 
 class _Link:
-    """A request's way back to the server, in the server's own process."""
+    """A request's way back to the server, in the server's own process: the model's
+    responses, from whichever thread sends them, reach the request's collector."""
 
-    __slots__ = (
-        "_lock",
-        "_loop",
-        "_result",
-        "_waiter",
-        "decoupled",
-        "failed",
-        "loop_thread",
-        "req",
-        "wanted",
-    )
+    __slots__ = ("_loop", "collector", "decoupled", "loop_thread", "wanted")
 
     def __init__(
         self,
@@ -45,64 +37,37 @@ class _Link:
         loop: asyncio.AbstractEventLoop,
         loop_thread: int,
     ) -> None:
-        self.req = req
+        self.collector = Collector(req, decoupled, threading.Lock())
         self.decoupled = decoupled
         self.wanted = wanted
         self._loop = loop
         self.loop_thread = loop_thread
-        self._lock = threading.Lock()
-        self._result: InferResponse | None = None
-        self._waiter: asyncio.Future[InferResponse] | None = None
-        self.failed = False
 
     # called from model threads (or inline on the loop)
     def deliver(self, response: InferenceResponse | None, final: bool) -> None:
         core = core_response(response, self.wanted) if response is not None else None
-        self._hand(core, final)
+        self._hand(core, final, False)
 
     def fail(self, message: str) -> None:
-        self.failed = True
-        self._hand(core_error(message), True)
+        self._hand(core_error(message), True, True)
 
-    def _hand(self, core: InferResponse | None, final: bool) -> None:
-        if self.decoupled:
-            stream = self.req.response_stream
-            if stream is None:
-                if core is not None and core.error is not None and self._result is None:
-                    self._result = core  # no stream (warm-up): keep the first error
-                return
-            if threading.get_ident() == self.loop_thread:
-                stream.put(core, final)
-            else:
-                self._loop.call_soon_threadsafe(stream.put, core, final)
-            return
-        assert core is not None and final
-        with self._lock:
-            waiter = self._waiter
-            if waiter is None:
-                self._result = core
-                return
+    def _hand(self, core: InferResponse | None, final: bool, failed: bool) -> None:
+        c = self.collector
         if threading.get_ident() == self.loop_thread:
-            if not waiter.done():
-                waiter.set_result(core)
-        else:
-            self._loop.call_soon_threadsafe(_set, waiter, core)
+            c.put(core, final, failed)
+            return
+        if not c.decoupled:
+            lock = c.lock
+            assert lock is not None and core is not None
+            with lock:
+                if c.waiter is None:  # the loop does not wait yet: no need to wake it
+                    c.failed = c.failed or failed
+                    c.result = core
+                    return
+        self._loop.call_soon_threadsafe(c.put, core, final, failed)
 
     def is_cancelled(self) -> bool:
-        return self.req.cancelled
-
-    # on the loop
-    async def result(self) -> InferResponse:
-        with self._lock:
-            if self._result is not None:
-                return self._result
-            self._waiter = self._loop.create_future()
-        return await self._waiter
-
-
-def _set(fut: asyncio.Future[InferResponse], value: InferResponse) -> None:
-    if not fut.done():
-        fut.set_result(value)
+        return self.collector.req.cancelled
 
 
 class InProcessInstance:
@@ -159,14 +124,7 @@ class InProcessInstance:
             runner.never_inline()
         t2 = time.monotonic_ns()
         times.infer_ns = t2 - t1
-        out: list[InferResponse] = []
-        for link, rescheduled in zip(links, flags, strict=True):
-            if rescheduled:
-                out.append(InferResponse(rescheduled=True))
-            elif decoupled:
-                out.append(link._result or InferResponse(failed=link.failed))
-            else:
-                out.append(link._result or await link.result())
+        out = await collect([link.collector for link in links], flags)
         times.output_ns = time.monotonic_ns() - t2
         return out
 

@@ -1,28 +1,20 @@
-"""The control channel between the server and a worker, and tensors in shared memory.
+"""Tensors between the server and a worker, in shared memory, and descriptors passed on.
 
-Control messages are small pickled tuples framed by a 4-byte length on a Unix stream
-socket; segment descriptors travel on a second Unix socket (``SCM_RIGHTS``). The two
-messages of a plain request handed over unparsed (its ``exec`` with the body inline and
-the ``done`` of its answer written to the client) are packed with :mod:`struct` instead,
-flagged in the length's top bit, and read back as the same tuples: unpickling right after
-another process ran on the CPU cost several microseconds more. The
-tensors of a request or response form one *block*. A block of more than
+The tensors of a request or response form one *block*. A block of more than
 :data:`INLINE` bytes is written into the sender's arena (:mod:`._arena`) and described
 by ``(segment, offset, start, end, tensors)``; the receiver copies a small one out and
 uses a large one in place. A block of at most :data:`INLINE` bytes rides inside the
-control message as ``(data, tensors)``: for tensors that small, allocating and releasing
-arena space costs more than the copy (measured: about 20,000 instructions per request on
-each side, ~7% of an add_sub request). Each tensor is ``(name, datatype, shape, offset
-in the block, nbytes)``.
+control message (:mod:`._messages`) as ``(data, tensors)``: for tensors that small,
+allocating and releasing arena space costs more than the copy. Each tensor is
+``(name, datatype, shape, offset in the block, nbytes)``. Descriptors (arena segments,
+client connections) travel on a second Unix socket with ``SCM_RIGHTS``.
 
 Standard library and numpy only (the worker imports this module too).
 """
 
 from __future__ import annotations
 
-import pickle
 import socket
-import struct
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -33,20 +25,15 @@ from ....utils._bytes import pack_items, unpack_array
 from ._arena import Consumer, Producer
 
 __all__ = [
-    "DECLINED",
     "DTYPES",
     "SMALL",
     "BlockDesc",
-    "FrameReader",
     "TensorDesc",
-    "encode",
     "read_block",
     "recv_fd",
     "send_fd",
     "write_block",
 ]
-
-_LEN = struct.Struct("<I")
 
 #: tensors up to this size are copied out of shared memory at once (larger ones are
 #: used in place and their block is released when the array is garbage collected)
@@ -71,126 +58,10 @@ DTYPES: dict[str, np.dtype[Any]] = {
     "BF16": np.dtype(np.uint16),
 }
 
-#: a response descriptor: the worker did not take an unparsed request (the server parses
-#: and answers it); the others are ``(0, code, message)`` for an error, ``(1, block,
-#: parameters)`` for outputs and ``(2, rest)`` for an answer written to the client
-DECLINED = (3,)
-
 #: one tensor inside a block: (name, datatype, shape, offset in the block, nbytes)
 TensorDesc = tuple[str, str, tuple[int, ...], int, int]
 #: the tensors of one request or response: (segment id, byte offset, start, end, tensors)
 BlockDesc = tuple[int, int, int, int, list[TensorDesc]]
-
-
-#: the top bit of a frame's length: the message is packed (see the module doc), not pickled
-_PACKED = 1 << 31
-_SIZE = _PACKED - 1
-#: ``("exec", batch, [(token, header length, body, key)])``, the body following
-_EXEC = struct.Struct("<Bqqqq")
-#: ``("done", batch, [(token, (2, b""), False)], [False])``
-_DONE = struct.Struct("<Bqq")
-_EXEC_KIND = 1
-_DONE_KIND = 2
-
-
-def encode(message: Any) -> bytes:
-    """One framed control message."""
-    packed = _pack(message)
-    if packed is not None:
-        return _LEN.pack(len(packed) | _PACKED) + packed
-    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    if len(payload) > _SIZE:
-        raise ValueError(f"a control message of {len(payload)} bytes is over the 2 GiB limit")
-    return _LEN.pack(len(payload)) + payload
-
-
-def _pack(m: Any) -> bytes | None:
-    """``m`` packed, when it is one of the two messages that travel so (else None). Every
-    value must have the exact type the reader rebuilds (an ``int``, not a ``bool``)."""
-    if type(m) is not tuple or not m:
-        return None
-    kind = m[0]
-    try:
-        if kind == "exec" and len(m) == 3:
-            descs = m[2]
-            if type(descs) is list and len(descs) == 1:
-                desc = descs[0]
-                if type(desc) is tuple and len(desc) == 4:  # (not a parsed request's)
-                    token, header_len, body, key = desc
-                    if (
-                        type(body) is bytes
-                        and type(m[1]) is type(token) is type(header_len) is type(key) is int
-                    ):
-                        return _EXEC.pack(_EXEC_KIND, m[1], token, header_len, key) + body
-        elif kind == "done" and len(m) == 4:
-            finals, flags = m[2], m[3]
-            if (
-                type(finals) is list
-                and len(finals) == 1
-                and type(flags) is list
-                and len(flags) == 1
-                and flags[0] is False
-            ):
-                final = finals[0]
-                if type(final) is tuple and len(final) == 3:
-                    token, desc, failed = final
-                    if (
-                        failed is False
-                        and type(desc) is tuple
-                        and len(desc) == 2
-                        and type(desc[0]) is int
-                        and desc[0] == 2
-                        and type(desc[1]) is bytes
-                        and not desc[1]
-                        and type(m[1]) is type(token) is int
-                    ):
-                        return _DONE.pack(_DONE_KIND, m[1], token)
-    except struct.error:  # (a number past 64 bits)
-        return None
-    return None
-
-
-def _unpack(data: Any) -> Any:
-    """The message a packed frame's payload holds."""
-    kind = data[0]
-    if kind == _EXEC_KIND:
-        _, batch, token, header_len, key = _EXEC.unpack_from(data)
-        return ("exec", batch, [(token, header_len, bytes(data[_EXEC.size :]), key)])
-    if kind == _DONE_KIND and len(data) == _DONE.size:
-        _, batch, token = _DONE.unpack_from(data)
-        return ("done", batch, [(token, (2, b""), False)], [False])
-    raise ValueError(f"unknown packed control message (kind {kind})")
-
-
-class FrameReader:
-    """Splits received bytes into control messages."""
-
-    __slots__ = ("_buf",)
-
-    def __init__(self) -> None:
-        self._buf = b""
-
-    def feed(self, data: bytes) -> list[Any]:
-        if not self._buf and len(data) >= 4:
-            (head,) = _LEN.unpack_from(data)
-            if head & _SIZE == len(data) - 4:  # (the usual case: one whole message)
-                if head & _PACKED:
-                    return [_unpack(memoryview(data)[4:])]
-                return [pickle.loads(memoryview(data)[4:])]
-        buf = self._buf + data if self._buf else data
-        out = []
-        pos = 0
-        end = len(buf)
-        while end - pos >= 4:
-            (head,) = _LEN.unpack_from(buf, pos)
-            n = head & _SIZE
-            if end - pos - 4 < n:
-                break
-            payload = buf[pos + 4 : pos + 4 + n]
-            out.append(_unpack(payload) if head & _PACKED else pickle.loads(payload))
-            pos += 4 + n
-        self._buf = buf[pos:] if pos < end else b""
-        return out
 
 
 def send_fd(sock: socket.socket, fd: int) -> None:

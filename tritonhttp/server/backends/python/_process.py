@@ -4,9 +4,11 @@
 fork of the server), connects its control socket to the event loop (``add_reader``: no
 thread hop per request) and owns the two shared-memory arenas.
 :class:`ProcessInstance` is the core's ``ModelInstance`` over a worker: it sends
-batches, turns the worker's messages into responses, serves its BLS, log, metric and
-model-control requests, and replaces a worker that crashed, exited or hung past
-``stub-timeout-seconds`` (failing that worker's requests, never the server).
+batches, turns the worker's messages (:mod:`._messages`) into responses, serves its BLS,
+log, metric and model-control requests, and replaces a worker that crashed, exited or
+hung past ``stub-timeout-seconds`` (failing that worker's requests, never the server).
+A worker may hold client connections and write successful answers itself
+(:mod:`._direct`).
 """
 
 from __future__ import annotations
@@ -23,68 +25,83 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import Any, NamedTuple, cast
 
 from triton_python_backend_utils import _errors as _pb_errors
 from triton_python_backend_utils._errors import TritonModelException
 
 from ....utils._dtypes import BF16
 from ...core._errors import Code, CoreError
-from ...core._types import (
-    DirectOffer,
-    ExecutionTimes,
-    InferRequest,
-    InferResponse,
-    InputTensor,
-    OutputTensor,
-)
+from ...core._types import ExecutionTimes, InferRequest, InferResponse, InputTensor, OutputTensor
 from ._arena import Consumer, Producer
+from ._collector import Collector, collect
 from ._convert import params_json
-from ._ipc import (
-    DECLINED,
-    DTYPES,
-    INLINE,
+from ._direct import DIRECT_CONNECTIONS, DirectReply
+from ._ipc import DTYPES, read_block, recv_fd, send_fd, write_block
+from ._messages import (
+    AnsweredDesc,
+    AutoComplete,
+    AutoCompleted,
+    Bls,
+    BlsCancel,
+    BlsResponse,
+    Call,
+    CallResult,
+    Connection,
+    Done,
+    DropConnection,
+    DropSegment,
+    ErrorDesc,
+    Exec,
+    ExecRequest,
+    FamilyDelete,
+    Fini,
+    FiniDone,
     FrameReader,
+    Init,
+    InitError,
+    IsReady,
+    Log,
+    Message,
+    MetricDelete,
+    MetricOp,
+    OutputsDesc,
+    Ready,
+    ReadyAnswer,
+    ResponseDesc,
+    Segment,
+    Setup,
+    Streamed,
     encode,
-    read_block,
-    recv_fd,
-    send_fd,
-    write_block,
 )
+from ._polling import ReplyPoll, stay_awake
 from ._services import ModelServices
 from ._settings import BackendSettings
 
-__all__ = ["ProcessInstance", "WorkerProcess", "run_auto_complete"]
+__all__ = ["ProcessInstance", "WorkerContext", "WorkerProcess", "run_auto_complete"]
 
 log = logging.getLogger("tritonhttp.server")
 
 BOOT = str(Path(__file__).with_name("_worker_boot.py"))
 PB_UTILS_DIR = str(Path(_pb_errors.__file__).resolve().parent)
-#: executes in flight over every worker of this server (a poll only when it is the only one)
-_ACTIVE = [0]
 _SERVER_DTYPES = {**DTYPES, "BF16": BF16}
-#: the server's event loop polls for a worker's answer at most this long (µs): inline
-#: for a lone request (serving no other connection meanwhile), else by turning without
-#: sleeping (:func:`_stay_awake`)
-REPLY_POLL_CAP_US = 300
 #: a worker whose last execute took less than this is sent its next request while busy
 #: (it starts it the moment the first ends, without waiting for the server's turn)
 AHEAD_MAX_NS = 1_000_000
-#: a worker holds at most this many client connections to answer on (more: the server
-#: answers the requests of further connections itself)
-DIRECT_CONNECTIONS = 256
 
 
-def _stay_awake(loop: asyncio.AbstractEventLoop, done: asyncio.Future[Any], until_ns: int) -> None:
-    """Keep ``loop`` from sleeping until ``done`` or ``until_ns``: a callback that queues
-    itself again makes each pass of the loop poll its sockets without blocking. (A loop
-    that sleeps in epoll pays a wake-up on the worker's answer, tens of microseconds on
-    a virtual machine.)"""
-    if not done.done() and time.monotonic_ns() < until_ns:
-        loop.call_soon(_stay_awake, loop, done, until_ns)
+@dataclass(frozen=True)
+class WorkerContext:
+    """What every worker instance of one backend shares."""
+
+    services: ModelServices
+    #: how the event loop waits for answers (counts executes over all workers)
+    poll: ReplyPoll
+    #: the module a worker imports to write answers to clients (``_direct.ReplyCodec``);
+    #: None: workers never answer clients themselves
+    reply_codec: str | None = None
 
 
 def _not_healthy(name: str) -> str:
@@ -98,13 +115,15 @@ class WorkerProcess:
         self,
         name: str,
         settings: BackendSettings,
-        on_message: Callable[[Any], None],
+        on_message: Callable[[Message], None],
         on_exit: Callable[[], None],
         python: str | None = None,
         env: dict[str, str] | None = None,
+        reply_codec: str | None = None,
     ) -> None:
         self.name = name
         self._settings = settings
+        self._reply_codec = reply_codec
         self._on_message = on_message
         self._on_exit = on_exit
         self._python = python or settings.python
@@ -131,7 +150,7 @@ class WorkerProcess:
         try:
             self.proc = subprocess.Popen(
                 [self._python, "-I", BOOT, str(ctl_child.fileno()), str(fds_child.fileno()),
-                 str(os.getpid()), PB_UTILS_DIR],
+                 str(os.getpid()), PB_UTILS_DIR, self._reply_codec or ""],
                 pass_fds=(ctl_child.fileno(), fds_child.fileno()),
                 stdin=subprocess.DEVNULL,
                 env=self._env,
@@ -148,17 +167,7 @@ class WorkerProcess:
         self.alive = True
         loop.add_reader(ctl.fileno(), self._readable)
         cfg = self._settings
-        self.send(
-            (
-                "setup",
-                {
-                    "prefix": cfg.shm_prefix,
-                    "default_size": cfg.shm_default,
-                    "growth": cfg.shm_growth,
-                    "spin_us": cfg.busy_wait_us,
-                },
-            )
-        )
+        self.send(Setup(cfg.shm_prefix, cfg.shm_default, cfg.shm_growth, cfg.busy_wait_us))
         self.inputs = Producer(
             cfg.shm_prefix, cfg.shm_default, cfg.shm_growth, self._announce, self._retire
         )
@@ -171,33 +180,38 @@ class WorkerProcess:
                 send_fd(self._fd_sock, fd)
             except OSError:
                 return
-        self.send(("seg", segment_id, size))
+        self.send(Segment(segment_id, size))
 
     def _retire(self, segment_id: int) -> None:
-        self.send(("unseg", segment_id))
+        self.send(DropSegment(segment_id))
 
-    def offer(self, offer: DirectOffer) -> bool:
-        """Make sure the worker holds the offered connection (False: it cannot)."""
-        key = offer.key
+    def hold(self, reply: DirectReply) -> bool:
+        """Make sure the worker holds the reply's client connection (False: it cannot)."""
+        key = reply.key
         if key in self.connections:
             return True
-        if len(self.connections) >= DIRECT_CONNECTIONS or self._fd_sock is None or not self.alive:
+        if (
+            self._reply_codec is None
+            or len(self.connections) >= DIRECT_CONNECTIONS
+            or self._fd_sock is None
+            or not self.alive
+        ):
             return False
         try:
-            send_fd(self._fd_sock, offer.fd)
+            send_fd(self._fd_sock, reply.fd)
         except OSError:
             return False
-        self.send(("conn", key, *offer.heads))  # (the heads go once per connection)
+        self.send(Connection(key, reply.writer))  # (the writer goes once per connection)
         self.connections.add(key)
-        offer.on_close(functools.partial(self._connection_closed, key))
+        reply.on_close(functools.partial(self._connection_closed, key))
         return True
 
     def _connection_closed(self, key: int) -> None:
         if key in self.connections:
             self.connections.discard(key)
-            self.send(("unconn", key))
+            self.send(DropConnection(key))
 
-    def send(self, message: Any) -> None:
+    def send(self, message: Message) -> None:
         """Queue a control message (written at once when the socket takes it)."""
         if not self.alive or self._sock is None:
             return
@@ -254,17 +268,22 @@ class WorkerProcess:
             self._died()
             return
         for message in self._frames.feed(data):
-            if message[0] == "seg":
-                assert self._fd_sock is not None
-                try:
-                    self.outputs.add(message[1], recv_fd(self._fd_sock), message[2])
-                except OSError:
-                    self._died()
-                    return
-            elif message[0] == "unseg":
-                self.outputs.drop(message[1])
-            else:
-                self._on_message(message)
+            match message:
+                case Segment(segment_id, size):
+                    assert self._fd_sock is not None
+                    try:
+                        self.outputs.add(segment_id, recv_fd(self._fd_sock), size)
+                    except OSError:
+                        self._died()
+                        return
+                case DropSegment(segment_id):
+                    self.outputs.drop(segment_id)
+                case _:
+                    self._on_message(message)
+
+    def read_now(self) -> None:
+        """Read what the worker sent, if anything, without waiting (a poll)."""
+        self._readable()
 
     def read_block(self, block: Any) -> list[tuple[str, str, tuple[int, ...], Any]]:
         """The tensors of a block the worker wrote."""
@@ -328,16 +347,13 @@ class WorkerProcess:
             self._close_channel()
 
 
-class _Pending:
-    """A request sent to a worker and not finally answered yet."""
+class _Batch(NamedTuple):
+    """A batch in flight: its future (the RESCHEDULE flags), its stub-timeout deadline,
+    and whom to tell the moment the worker is free (``ExecutionTimes.on_free``)."""
 
-    __slots__ = ("failed", "req", "result", "waiter")
-
-    def __init__(self, req: InferRequest) -> None:
-        self.req = req
-        self.result: InferResponse | None = None
-        self.waiter: asyncio.Future[InferResponse] | None = None
-        self.failed = False
+    done: asyncio.Future[list[bool] | None]
+    deadline: float
+    on_free: Callable[[], None] | None
 
 
 class ProcessInstance:
@@ -346,32 +362,32 @@ class ProcessInstance:
     def __init__(
         self,
         name: str,
-        init_message: tuple[Any, ...],
-        decoupled: bool,
+        init: Init,
         output_names: list[str],
         settings: BackendSettings,
-        services: ModelServices,
+        context: WorkerContext,
         python: str | None = None,
         env: dict[str, str] | None = None,
     ) -> None:
         self.name = name
-        self._init_message = init_message
-        self._decoupled = decoupled
-        #: the worker may write a request's answer to the client itself (``direct``)
-        self.answers_directly = not decoupled
+        self._init = init
+        self._decoupled = init.decoupled
+        #: the worker may write a request's answer to the client itself (``reply``)
+        self.answers_directly = not init.decoupled and context.reply_codec is not None
         self._outputs = tuple(output_names)  # what the model is told when nothing is asked
         self._settings = settings
-        self._services = services
+        self._context = context
+        self._services = context.services
+        self._poll = context.poll
         self._python = python
         self._env = env
         self._worker: WorkerProcess | None = None
         self._tokens = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
+        #: requests sent to the worker and not finally answered yet, by token
+        self._pending: dict[int, Collector] = {}
         #: batches in flight (oldest first): their future, stub-timeout deadline, and
         #: whom to tell the moment the worker is free (ExecutionTimes.on_free)
-        self._batches: dict[
-            int, tuple[asyncio.Future[list[bool] | None], float, Callable[[], None] | None]
-        ] = {}
+        self._batches: dict[int, _Batch] = {}
         #: when a batch sent ahead began (its predecessor's ``done``), by batch id
         self._began: dict[int, int] = {}
         #: when the batch the worker runs now began
@@ -380,7 +396,7 @@ class ProcessInstance:
         self._calls: dict[int, asyncio.Future[Any]] = {}
         self._bls: dict[int, InferRequest] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._init_future: asyncio.Future[Any] | None = None
+        self._init_future: asyncio.Future[Ready | str] | None = None
         self._fini_future: asyncio.Future[None] | None = None
         self._restarting: asyncio.Task[None] | None = None
         self._broken: str | None = None
@@ -394,8 +410,6 @@ class ProcessInstance:
         self._last_end = 0
         self._last_rtt = 0
         self._ready_hook = False
-        #: the worker parses unparsed requests itself (``InferRequest.body``)
-        self.parses_requests = False
 
     # ------------------------------------------------------------------ start
 
@@ -403,8 +417,9 @@ class ProcessInstance:
         """Spawn the worker and initialise the model; raises CoreError when that fails."""
         loop = asyncio.get_running_loop()
         worker = WorkerProcess(
-            self.name, self._settings, self._message, self._exited, self._python, self._env
-        )
+            self.name, self._settings, self._message, self._exited, self._python, self._env,
+            self._context.reply_codec if self.answers_directly else None,
+        )  # fmt: skip
         self._worker = worker
         self._death_text = _not_healthy(self.name)
         self._init_future = loop.create_future()
@@ -414,84 +429,81 @@ class ProcessInstance:
             raise CoreError(
                 f"failed to start the Python stub process: {e}", Code.INTERNAL
             ) from None
-        worker.send(self._init_message)
+        worker.send(self._init)
         result = await self._init_future
         if isinstance(result, str):
             worker.close()
             await worker.reap()
             raise CoreError(result, Code.INTERNAL)
-        self.pid, self._ready_hook = int(result[0]), bool(result[1])
-        self.parses_requests = len(result) > 2 and bool(result[2])
+        self.pid, self._ready_hook = result.pid, result.has_ready_hook
 
     # ------------------------------------------------------------------ messages
 
-    def _message(self, m: Any) -> None:
-        kind = m[0]
-        if kind == "done":
-            self._done(m[1], m[2], m[3], m[4] if len(m) > 4 else None)
-        elif kind == "resp":
-            self._resp(m[1], m[2], m[3], m[4])
-        elif kind == "log":
-            self._services.log(m[1], m[2], m[3], m[4])
-        elif kind == "metric_op":
-            self._services.metrics.metric_update(m[1], m[2], m[3])
-        elif kind == "call":
-            self._call(m[1], m[2], m[3])
-        elif kind == "bls":
-            self._start_bls(m[1], m[2], m[3], m[4], m[5])
-        elif kind == "bls_cancel":
-            req = self._bls.get(m[1])
-            if req is not None:
-                req.cancelled = True
-        elif kind == "family_del":
-            self._services.metrics.family_delete(m[1])
-        elif kind == "metric_del":
-            self._services.metrics.metric_delete(m[1])
-        elif kind in ("ready", "init_error"):
-            fut = self._init_future
-            if fut is not None and not fut.done():
-                fut.set_result(m[1])
-        elif kind == "reply":
-            fut2 = self._calls.pop(m[1], None)
-            if fut2 is not None and not fut2.done():
-                fut2.set_result(m[2])
-        elif kind == "fini_done":
-            fini = self._fini_future
-            if fini is not None and not fini.done():
-                fini.set_result(None)
+    def _message(self, m: Message) -> None:
+        match m:
+            case Done():
+                self._done(m)
+            case Streamed(token, desc, final, failed):
+                self._streamed(token, self._response(desc, failed), final, failed)
+            case Log(level, message, file, line):
+                self._services.log(level, message, file, line)
+            case MetricOp(metric_id, op, value):
+                self._services.metrics.metric_update(metric_id, op, value)
+            case Call(call_id, op, args):
+                self._call(call_id, op, args)
+            case Bls():
+                self._start_bls(m)
+            case BlsCancel(call_id):
+                req = self._bls.get(call_id)
+                if req is not None:
+                    req.cancelled = True
+            case FamilyDelete(family_id):
+                self._services.metrics.family_delete(family_id)
+            case MetricDelete(metric_id):
+                self._services.metrics.metric_delete(metric_id)
+            case Ready() | InitError():
+                self._init_result(m if isinstance(m, Ready) else m.message)
+            case ReadyAnswer(call_id, ready):
+                fut = self._calls.pop(call_id, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(ready)
+            case FiniDone():
+                fini = self._fini_future
+                if fini is not None and not fini.done():
+                    fini.set_result(None)
+            case _:
+                log.error("unexpected message from the stub of '%s': %r", self.name, m)
 
-    def _response(self, desc: Any, failed: bool) -> InferResponse | None:
-        if desc is None:
-            return None
-        if desc[0] == DECLINED[0]:  # an unparsed request the worker did not take
-            return InferResponse(declined=True)
-        if desc[0] == 0:
-            return InferResponse(error=CoreError(desc[2], Code(desc[1])), failed=failed)
-        if desc[0] == 2:  # the worker wrote the answer to the client (all but desc[1])
-            return InferResponse(answered=True, rest=desc[1])
-        worker = self._worker
-        assert worker is not None
-        outputs = [
-            OutputTensor(name, wire, list(shape), data)
-            for name, wire, shape, data in worker.read_block(desc[1])
-        ]
-        return InferResponse(outputs=outputs, parameters=desc[2])
+    def _init_result(self, result: Ready | str) -> None:
+        fut = self._init_future
+        if fut is not None and not fut.done():
+            fut.set_result(result)
 
-    def _done(
-        self,
-        batch_id: int,
-        finals: list[Any],
-        flags: list[bool] | None,
-        sizes: dict[int, int] | None = None,
-    ) -> None:
-        if sizes:  # the batch sizes of unparsed requests the worker admitted (other than 1)
-            for token, size in sizes.items():
-                p = self._pending.get(token)
-                if p is not None:
-                    p.req.batch_size = size
-        for token, desc, failed in finals:
-            self._finish(token, self._response(desc, failed))
-        entry = self._batches.pop(batch_id, None)
+    def _response(self, desc: ResponseDesc | None, failed: bool) -> InferResponse | None:
+        match desc:
+            case None:
+                return None
+            case ErrorDesc(code, message):
+                return InferResponse(error=CoreError(message, Code(code)), failed=failed)
+            case AnsweredDesc(rest):  # the worker wrote the answer to the client but rest
+                return InferResponse(answered=True, rest=rest)
+            case OutputsDesc(block, parameters):
+                worker = self._worker
+                assert worker is not None
+                outputs = [
+                    OutputTensor(name, wire, list(shape), data)
+                    for name, wire, shape, data in worker.read_block(block)
+                ]
+                return InferResponse(outputs=outputs, parameters=parameters)
+        raise AssertionError(desc)  # pragma: no cover
+
+    def _done(self, m: Done) -> None:
+        pending = self._pending
+        for token, desc, failed in m.finals:
+            c = pending.get(token)
+            if c is not None:
+                c.put(self._response(desc, failed), True, failed)
+        entry = self._batches.pop(m.batch_id, None)
         batches = self._batches
         if batches:
             # a batch sent ahead begins now: its stub timeout and its times count from here
@@ -501,15 +513,15 @@ class ProcessInstance:
             self._began[ahead] = began
             self._busy_since = began
             deadline = asyncio.get_running_loop().time() + self._settings.stub_timeout_s
-            batches[ahead] = (fut, deadline, on_free)
-        if entry is not None and not entry[0].done():
-            entry[0].set_result(flags)
-            if entry[2] is not None:
+            batches[ahead] = _Batch(fut, deadline, on_free)
+        if entry is not None and not entry.done.done():
+            entry.done.set_result(m.rescheduled)
+            if entry.on_free is not None:
                 # the worker is free: its next batch goes out now, ahead of whatever the
                 # loop has queued (this batch's answers included). (That execute never
                 # polls the channel inline, re-entering _readable: this one's execute
-                # still counts in _ACTIVE until it resumes.)
-                entry[2]()
+                # still counts as active until it resumes.)
+                entry.on_free()
 
     @property
     def takes_ahead(self) -> bool:
@@ -525,44 +537,27 @@ class ProcessInstance:
             and worker.alive
         )
 
-    def _finish(self, token: int, response: InferResponse | None) -> None:
-        p = self._pending.get(token)
-        if p is None or response is None:
+    def _streamed(
+        self, token: int, response: InferResponse | None, final: bool, failed: bool
+    ) -> None:
+        c = self._pending.get(token)
+        if c is None:
             return
-        if p.waiter is None:
-            p.result = response
-        elif not p.waiter.done():
-            p.waiter.set_result(response)
-
-    def _resp(self, token: int, desc: Any, final: bool, failed: bool) -> None:
-        p = self._pending.get(token)
-        if p is None:
-            return
-        response = self._response(desc, failed)
-        if failed:
-            p.failed = True
-        if not self._decoupled:
-            self._finish(token, response)
-            return
-        stream = p.req.response_stream
-        if stream is not None:
-            stream.put(response, final)
-        elif response is not None and response.error is not None and p.result is None:
-            p.result = response  # no stream (warm-up): the first error
-        if final:
+        c.put(response, final, failed)
+        if final and self._decoupled:
             self._pending.pop(token, None)
 
     def _reply(self, call_id: int, ok: bool, value: Any) -> None:
         worker = self._worker
         if worker is not None:
-            worker.send(("reply", call_id, (ok, value)))
+            worker.send(CallResult(call_id, ok, value))
 
     def _call(self, call_id: int, op: str, args: tuple[Any, ...]) -> None:
         services = self._services
         try:
             if op == "cancelled":
-                p = self._pending.get(args[0])
-                self._reply(call_id, True, bool(p is not None and p.req.cancelled))
+                c = self._pending.get(args[0])
+                self._reply(call_id, True, bool(c is not None and c.req.cancelled))
             elif op == "family":
                 self._reply(call_id, True, services.metrics.family_create(self.name, *args))
             elif op == "metric":
@@ -593,19 +588,18 @@ class ProcessInstance:
 
     # ------------------------------------------------------------------ BLS
 
-    def _start_bls(
-        self, call_id: int, model: str, version: int, decoupled: bool, desc: Any
-    ) -> None:
+    def _start_bls(self, m: Bls) -> None:
         worker = self._worker
         assert worker is not None
-        rid, cid, flags, timeout, params, requested, tensors = desc
+        call_id, r = m.call_id, m.request
         inputs = {
             name: InputTensor(name, wire, list(shape), array=data)
-            for name, wire, shape, data in worker.read_block(tensors)
+            for name, wire, shape, data in worker.read_block(r.block)
         }
         req = InferRequest(
-            id=rid, inputs=inputs, requested_outputs=list(requested) or None,
-            parameters=dict(params), correlation_id=cid, flags=flags, timeout_us=timeout,
+            id=r.request_id, inputs=inputs, requested_outputs=list(r.requested) or None,
+            parameters=dict(r.parameters), correlation_id=r.correlation_id, flags=r.flags,
+            timeout_us=r.timeout_us,
         )  # fmt: skip
         self._bls[call_id] = req
 
@@ -615,16 +609,16 @@ class ProcessInstance:
                 self._bls.pop(call_id, None)
             if w is not worker or not w.alive:
                 return
-            w.send(("bls_resp", call_id, self._encode(w, response), final))
+            w.send(BlsResponse(call_id, self._encode(w, response), final))
 
-        self._spawn(self._services.infer(req, model, version, decoupled, emit))
+        self._spawn(self._services.infer(req, m.model, m.version, m.decoupled, emit))
 
     @staticmethod
-    def _encode(worker: WorkerProcess, response: InferResponse | None) -> Any:
+    def _encode(worker: WorkerProcess, response: InferResponse | None) -> ResponseDesc | None:
         if response is None:
             return None
         if response.error is not None:
-            return (0, int(response.error.code), response.error.message)
+            return ErrorDesc(int(response.error.code), response.error.message)
         assert worker.inputs is not None
         block = write_block(
             worker.inputs, [(o.name, o.datatype, o.shape, o.array) for o in response.outputs]
@@ -634,7 +628,7 @@ class ProcessInstance:
             if response.parameters
             else None
         )
-        return (1, block, params)
+        return OutputsDesc(block, params)
 
     # ------------------------------------------------------------------ crashes
 
@@ -650,8 +644,7 @@ class ProcessInstance:
             if not fut2.done():
                 fut2.set_result(False)
         self._calls.clear()
-        if self._init_future is not None and not self._init_future.done():
-            self._init_future.set_result(text)
+        self._init_result(text)
         if self._fini_future is not None and not self._fini_future.done():
             self._fini_future.set_result(None)
         self._fail_pending(text)
@@ -670,17 +663,8 @@ class ProcessInstance:
     def _fail_pending(self, text: str) -> None:
         """Every request this worker had not finally answered gets ``text``."""
         pending, self._pending = self._pending, {}
-        for p in pending.values():
-            error = InferResponse(error=CoreError(text, Code.INTERNAL), failed=True)
-            p.failed = True
-            if self._decoupled:
-                stream = p.req.response_stream
-                if stream is not None:
-                    stream.put(error, True)
-            elif p.waiter is None:
-                p.result = error
-            elif not p.waiter.done():
-                p.waiter.set_result(error)
+        for c in pending.values():
+            c.fail_all(InferResponse(error=CoreError(text, Code.INTERNAL), failed=True))
 
     def _watch(self) -> None:
         """The stub-timeout watchdog: one timer per instance, set for the oldest batch in
@@ -749,74 +733,19 @@ class ProcessInstance:
             text = self._broken or _not_healthy(self.name)
             return [InferResponse(error=CoreError(text, Code.INTERNAL), failed=True)
                     for _ in requests]  # fmt: skip
-        assert worker.inputs is not None
-        if requests[0].body is not None:  # (an unparsed request executes alone)
-            offer = requests[0].direct
-            if not self.parses_requests or offer is None or not worker.offer(offer):
-                return [InferResponse(declined=True)]
         loop = asyncio.get_running_loop()
         batch_id = next(self._tokens)
         done: asyncio.Future[list[bool] | None] = loop.create_future()
         deadline = loop.time() + self._settings.stub_timeout_s
-        self._batches[batch_id] = (done, deadline, times.on_free)
+        self._batches[batch_id] = _Batch(done, deadline, times.on_free)
         if self._watchdog is None:
             self._watchdog = loop.call_at(deadline, self._watch)
-        pendings: list[tuple[int, _Pending]] = []
-        descs: list[tuple[Any, ...]] = []
-        inputs = worker.inputs
-        outputs = self._outputs
-        for req in requests:
-            token = next(self._tokens)
-            p = _Pending(req)
-            self._pending[token] = p
-            pendings.append((token, p))
-            if req.body is not None:
-                # unparsed: the worker parses, checks and answers it, or declines it
-                body, header_len = req.body
-                assert req.direct is not None
-                descs.append((token, header_len, _body_block(inputs, body), req.direct.key))
-                continue
-            block = write_block(
-                inputs, [(t.name, t.datatype, t.shape, t.array) for t in req.inputs.values()]
-            )
-            wanted = tuple(req.requested_outputs) if req.requested_outputs else outputs
-            offer = req.direct
-            direct = offer.answer if offer is not None and worker.offer(offer) else None
-            descs.append(
-                (token, req.id, req.correlation_id, req.flags, req.timeout_us, params_json(req),
-                 wanted, block, direct)
-            )  # fmt: skip
-        worker.send(("exec", batch_id, descs))
+        collectors = self._send_batch(worker, batch_id, requests)
         t1 = time.monotonic_ns()
         if len(self._batches) == 1:
             self._busy_since = t1
         times.input_ns = t1 - t0
-        spin = min(self._settings.busy_wait_us, REPLY_POLL_CAP_US) * 1000
-        _ACTIVE[0] += 1
-        try:
-            if spin and self._last_rtt < spin:
-                # a quick model: poll for the answer a moment rather than let the event
-                # loop sleep (a wake-up costs tens of microseconds)
-                deadline = t1 + spin
-                if (
-                    _ACTIVE[0] == 1
-                    and t0 - self._last_end > 60_000
-                    and t0 - requests[0].start_ns < 100_000
-                ):
-                    # one request at a time (it did not queue, no other execute is in
-                    # flight): poll the worker's socket right here
-                    while worker.alive and time.monotonic_ns() < deadline:
-                        worker._readable()
-                        if done.done():
-                            break
-                        os.sched_yield()
-                else:
-                    # other work is under way: keep the loop turning (it serves every
-                    # connection meanwhile) until the answer
-                    _stay_awake(loop, done, deadline)
-            flags = await done
-        finally:
-            _ACTIVE[0] -= 1
+        rescheduled = await self._await_done(worker, done, t0, t1, requests[0].start_ns)
         t2 = time.monotonic_ns()
         began = self._began.pop(batch_id, t1) if self._began else t1
         if began > t1:  # sent ahead: it waited in the worker behind another batch
@@ -825,22 +754,67 @@ class ProcessInstance:
             began = t1
         times.infer_ns = t2 - began
         self._last_rtt = t2 - began
-        out: list[InferResponse] = []
-        for i, (token, p) in enumerate(pendings):
-            if flags is not None and flags[i]:
-                self._pending.pop(token, None)
-                out.append(InferResponse(rescheduled=True))
-            elif self._decoupled:
-                out.append(p.result or InferResponse(failed=p.failed))
-            else:
-                if p.result is None:
-                    p.waiter = loop.create_future()
-                    p.result = await p.waiter
-                self._pending.pop(token, None)
-                out.append(p.result)
+        out = await collect(collectors, rescheduled)
+        if not self._decoupled:
+            for c in collectors:
+                self._pending.pop(c.token, None)
         self._last_end = time.monotonic_ns()
         times.output_ns = self._last_end - t2
         return out
+
+    def _send_batch(
+        self, worker: WorkerProcess, batch_id: int, requests: list[InferRequest]
+    ) -> list[_Collector]:
+        """Send the batch to the worker; a collector per request, registered as pending."""
+        inputs = worker.inputs
+        assert inputs is not None
+        outputs = self._outputs
+        decoupled = self._decoupled
+        collectors: list[_Collector] = []
+        wire: list[ExecRequest] = []
+        for req in requests:
+            token = next(self._tokens)
+            c = _Collector(req, decoupled, token)
+            self._pending[token] = c
+            collectors.append(c)
+            block = write_block(
+                inputs, [(t.name, t.datatype, t.shape, t.array) for t in req.inputs.values()]
+            )
+            wanted = tuple(req.requested_outputs) if req.requested_outputs else outputs
+            answer = None
+            if req.reply is not None:
+                reply = cast(DirectReply, req.reply)
+                if worker.hold(reply):
+                    answer = (reply.key, reply.answer)
+            wire.append(
+                ExecRequest(token, req.id, req.correlation_id, req.flags, req.timeout_us,
+                            params_json(req), wanted, block, answer)
+            )  # fmt: skip
+        worker.send(Exec(batch_id, wire))
+        return collectors
+
+    async def _await_done(
+        self,
+        worker: WorkerProcess,
+        done: asyncio.Future[list[bool] | None],
+        t0: int,
+        t1: int,
+        accepted_ns: int,
+    ) -> list[bool] | None:
+        """The batch's RESCHEDULE flags once the worker's ``execute`` returned (None: it
+        failed as a whole), polling for a quick model's answer (:class:`ReplyPoll`)."""
+        poll = self._poll
+        budget = poll.budget_ns(self._settings.busy_wait_us, self._last_rtt)
+        poll.active += 1
+        try:
+            if budget:
+                if poll.inline(t0, self._last_end, accepted_ns):
+                    poll.poll_inline(worker.read_now, done, t1 + budget)
+                else:
+                    stay_awake(asyncio.get_running_loop(), done, t1 + budget)
+            return await done
+        finally:
+            poll.active -= 1
 
     async def is_ready(self) -> bool | None:
         """The model's own ``is_ready()`` (None: it has none); False when unhealthy.
@@ -858,7 +832,7 @@ class ProcessInstance:
         call_id = next(self._tokens)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._calls[call_id] = fut
-        worker.send(("isready", call_id))
+        worker.send(IsReady(call_id))
         try:
             result = await asyncio.wait_for(fut, 6.0)
         except asyncio.TimeoutError:
@@ -876,7 +850,7 @@ class ProcessInstance:
         worker = self._worker
         if worker is not None and worker.alive:
             self._fini_future = asyncio.get_running_loop().create_future()
-            worker.send(("fini",))
+            worker.send(Fini())
             try:
                 await asyncio.wait_for(self._fini_future, self._settings.stub_timeout_s)
             except asyncio.TimeoutError:
@@ -893,17 +867,19 @@ class ProcessInstance:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-def _body_block(arena: Producer, body: bytearray | memoryview) -> Any:
-    """An unparsed request's body for the worker: inside the message when small (as
-    ``bytes``), else a block of one UINT8 tensor in the arena."""
-    if len(body) <= INLINE:
-        return bytes(body)
-    return write_block(arena, [("", "UINT8", (len(body),), np.frombuffer(body, np.uint8))])
+class _Collector(Collector):
+    """A request's collector, with the token that names it to the worker."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, req: InferRequest, decoupled: bool, token: int) -> None:
+        super().__init__(req, decoupled)
+        self.token = token
 
 
 async def run_auto_complete(
     settings: BackendSettings,
-    message: tuple[Any, ...],
+    message: AutoComplete,
     name: str,
     python: str | None = None,
     env: dict[str, str] | None = None,
@@ -913,14 +889,14 @@ async def run_auto_complete(
     Returns the completed config JSON (None: the model has no such method); raises
     CoreError with the model's error."""
     loop = asyncio.get_running_loop()
-    result: asyncio.Future[Any] = loop.create_future()
+    result: asyncio.Future[tuple[str, Any]] = loop.create_future()
 
-    def on_message(m: Any) -> None:
+    def on_message(m: Message) -> None:
         if not result.done():
-            if m[0] == "ac":
-                result.set_result(("ok", m[1]))
-            elif m[0] == "init_error":
-                result.set_result(("error", m[1]))
+            if isinstance(m, AutoCompleted):
+                result.set_result(("ok", m.config_json))
+            elif isinstance(m, InitError):
+                result.set_result(("error", m.message))
 
     def on_exit() -> None:
         if not result.done():
@@ -939,4 +915,4 @@ async def run_auto_complete(
         await worker.reap()
     if status == "error":
         raise CoreError(value, Code.INTERNAL)
-    return value  # type: ignore[no-any-return]
+    return cast("str | None", value)

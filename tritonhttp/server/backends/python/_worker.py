@@ -3,9 +3,9 @@ server, as Triton's ``triton_python_backend_stub`` does.
 
 Started by :mod:`._process` as a fresh interpreter (``python -I _worker_boot.py``);
 imports only the standard library, numpy, ``triton_python_backend_utils`` and the
-modules of this folder that need nothing else, and, where rapidjson is there, the
-server's request parsing and admission (so that it can parse and check requests the
-server hands over unparsed).
+modules of this folder that need nothing else. The boot hands it the server's reply
+codec (:mod:`._direct`), with which it writes successful answers to the client
+connections the server passes it.
 
 Threads: the main thread runs ``initialize``/``execute``/``finalize``. Any thread that
 waits for the server (the main thread between batches, a model thread in a BLS call or
@@ -36,34 +36,52 @@ from triton_python_backend_utils._errors import ErrorCode, TritonError, TritonMo
 from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
 from triton_python_backend_utils._tensor import Tensor, bytes_items
 
-from ...front._answer import AnswerError, encode_outputs
 from ._arena import Consumer, Producer
+from ._direct import DIRECT_MAX, ReplyCodec, ReplyWriter
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
-from ._ipc import (
-    DECLINED,
-    DTYPES,
+from ._ipc import DTYPES, read_block, recv_fd, send_fd, write_block
+from ._messages import (
+    MAIN_THREAD,
+    AnsweredDesc,
+    AutoComplete,
+    AutoCompleted,
+    Bls,
+    BlsCancel,
+    BlsRequest,
+    BlsResponse,
+    Call,
+    CallResult,
+    Connection,
+    Done,
+    DropConnection,
+    DropSegment,
+    ErrorDesc,
+    Exec,
+    ExecRequest,
+    FamilyDelete,
+    Final,
+    Fini,
+    FiniDone,
     FrameReader,
+    Init,
+    InitError,
+    IsReady,
+    Log,
+    Message,
+    MetricDelete,
+    MetricOp,
+    OutputsDesc,
+    Ready,
+    ReadyAnswer,
+    ResponseDesc,
+    Segment,
+    Setup,
+    Streamed,
     encode,
-    read_block,
-    recv_fd,
-    send_fd,
-    write_block,
 )
-
-try:  # parsing requests here (unparsed requests); an EXECUTION_ENV_PATH env may lack rapidjson
-    from ...core._admission import Admission
-    from ...front._infer import answerable_elsewhere, direct_answer, parse_infer_request
-    from ._convert import pb_request
-except ImportError:  # pragma: no cover (the server then parses every request itself)
-    Admission = None  # type: ignore[assignment,misc]
+from ._polling import MessagePoll
 
 __all__ = ["main"]
-
-#: messages the main thread handles (the rest are handled by whoever reads them)
-_MAIN = frozenset(("setup", "exec", "fini", "isready", "init", "autocomplete", "unconn"))
-#: answers of at most this many bytes (tensor data) are written to the client directly
-DIRECT_MAX = 64 * 1024
-_SEND_FLAGS = socket.MSG_DONTWAIT | getattr(socket, "MSG_NOSIGNAL", 0)
 
 
 class Channel:
@@ -80,15 +98,13 @@ class Channel:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self.inbox: collections.deque[Any] = collections.deque()
-        self.replies: dict[int, Any] = {}
-        self.route: Callable[[Any], None] = lambda m: None
+        self.inbox: collections.deque[Message] = collections.deque()
+        self.replies: dict[int, CallResult] = {}
+        self.route: Callable[[Message], None] = lambda m: None
         self.closed = False
-        #: poll this long for the next message before sleeping (0: never)
-        self.spin_s = 0.0
-        self._gap = 0.0
+        self.poll = MessagePoll()
 
-    def send(self, message: Any) -> None:
+    def send(self, message: Message) -> None:
         data = encode(message)
         with self._send_lock:
             self.sock.sendall(data)
@@ -96,7 +112,7 @@ class Channel:
     def send_segment(self, segment_id: int, fd: int, size: int) -> None:
         with self._send_lock:
             send_fd(self.fd_sock, fd)
-            self.sock.sendall(encode(("seg", segment_id, size)))
+            self.sock.sendall(encode(Segment(segment_id, size)))
 
     def wake(self) -> None:
         """Make the reading thread re-check its condition (something else changed)."""
@@ -132,39 +148,24 @@ class Channel:
             cond.acquire()
             self._reading = False
         for m in messages:
-            if m[0] in _MAIN:
+            if type(m) in MAIN_THREAD:
                 self.inbox.append(m)
             else:
                 self.route(m)
         if self._waiting:
             cond.notify_all()
 
-    def _read(self, wakeable: bool) -> list[Any]:
-        if self.spin_s and not wakeable:
-            # A busy instance gets its next message within microseconds: poll for it a
-            # little while instead of sleeping (a wake-up costs tens of microseconds).
+    def _read(self, wakeable: bool) -> list[Message]:
+        poll = self.poll
+        if poll.spin_s and not wakeable:
             start = time.perf_counter()
-            if self._gap < self.spin_s:
-                deadline = start + self.spin_s
-                recv = self.sock.recv
-                while True:
-                    # (a non-blocking recv, not poll(): polling measured 20% slower at
-                    # -c16 on a 2-core VM, whether or not it yields)
-                    try:
-                        data = recv(1 << 18, socket.MSG_DONTWAIT)
-                    except BlockingIOError:
-                        if time.perf_counter() < deadline:
-                            os.sched_yield()  # whoever else wants this CPU goes first
-                            continue
-                        break
-                    if not data:
-                        os._exit(0)
-                    self._gap = time.perf_counter() - start
-                    messages = self._frames.feed(data)
-                    if messages:
-                        return messages
+            if poll.worth_it():
+                messages = self._spin(start + poll.spin_s)
+                if messages:
+                    poll.gap_s = time.perf_counter() - start
+                    return messages
             data = self.sock.recv(1 << 18)
-            self._gap = time.perf_counter() - start
+            poll.gap_s = time.perf_counter() - start
             if not data:
                 os._exit(0)
             messages = self._frames.feed(data)
@@ -196,7 +197,25 @@ class Channel:
             if messages:
                 return messages
 
-    def next_main(self) -> Any:
+    def _spin(self, deadline: float) -> list[Message]:
+        """Poll the socket until a message or ``deadline`` (:class:`MessagePoll`): a
+        non-blocking ``recv`` between yields of the CPU."""
+        recv = self.sock.recv
+        while True:
+            try:
+                data = recv(1 << 18, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                if time.perf_counter() < deadline:
+                    os.sched_yield()  # whoever else wants this CPU goes first
+                    continue
+                return []
+            if not data:
+                os._exit(0)
+            messages = self._frames.feed(data)
+            if messages:
+                return messages
+
+    def next_main(self) -> Message:
         """The next message for the main thread."""
         inbox = self.inbox
         with self._cond:
@@ -208,29 +227,29 @@ class Channel:
 class _Link:
     """A request's way back to the server from this worker."""
 
-    __slots__ = ("decoupled", "direct", "token", "wanted", "worker")
+    __slots__ = ("answer", "decoupled", "token", "wanted", "worker")
 
     def __init__(
-        self, worker: Worker, token: int, decoupled: bool, wanted: set[str], direct: Any = None
+        self, worker: Worker, token: int, decoupled: bool, wanted: set[str], answer: Any = None
     ) -> None:
         self.worker = worker
         self.token = token
         self.decoupled = decoupled
         self.wanted = wanted
-        #: how to answer the client directly (the server's DirectOffer), or None
-        self.direct = direct
+        #: (connection key, the front's answer spec) to answer the client itself, or None
+        self.answer = answer
 
     def deliver(self, response: InferenceResponse | None, final: bool) -> None:
         worker = self.worker
-        if self.direct is not None and response is not None:
-            desc = worker.answer_client(self.direct, response, self.wanted)
+        if self.answer is not None and response is not None:
+            desc = worker.answer_client(self.answer, response, self.wanted)
             if desc is not None:
                 worker.respond(self, desc, final, False)
                 return
         worker.respond(self, worker.encode_response(response, self.wanted), final, False)
 
     def fail(self, message: str) -> None:
-        self.worker.respond(self, (0, ErrorCode.INTERNAL.value, message), True, True)
+        self.worker.respond(self, ErrorDesc(ErrorCode.INTERNAL.value, message), True, True)
 
     def is_cancelled(self) -> bool:
         return bool(self.worker.call("cancelled", self.token))
@@ -251,7 +270,7 @@ class WorkerRuntime(_runtime.Runtime):
         return host.model_dir if host is not None else ""
 
     def log(self, level: int, message: str, file: str, line: int) -> None:
-        self.worker.channel.send(("log", level, message, file, line))
+        self.worker.channel.send(Log(level, message, file, line))
 
     def check_bls(self) -> None:
         host = self.worker.host
@@ -274,7 +293,7 @@ class WorkerRuntime(_runtime.Runtime):
         return int(self.worker.call("family", name, description, kind))
 
     def family_delete(self, family_id: int) -> None:
-        self.worker.channel.send(("family_del", family_id))
+        self.worker.channel.send(FamilyDelete(family_id))
 
     def metric_create(
         self, family_id: int, labels: dict[str, str], buckets: list[float] | None
@@ -282,10 +301,10 @@ class WorkerRuntime(_runtime.Runtime):
         return int(self.worker.call("metric", family_id, labels, buckets))
 
     def metric_delete(self, metric_id: int) -> None:
-        self.worker.channel.send(("metric_del", metric_id))
+        self.worker.channel.send(MetricDelete(metric_id))
 
     def metric_update(self, metric_id: int, op: int, value: float) -> None:
-        self.worker.channel.send(("metric_op", metric_id, op, value))
+        self.worker.channel.send(MetricOp(metric_id, op, value))
 
     def metric_value(self, metric_id: int) -> float:
         return float(self.worker.call("metric_value", metric_id))
@@ -294,8 +313,9 @@ class WorkerRuntime(_runtime.Runtime):
 class Worker:
     """The worker's state: channel, arenas, the model host."""
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: Channel, codec: ReplyCodec | None = None) -> None:
         self.channel = channel
+        self.codec = codec
         self.inputs = Consumer()  # server -> worker tensors
         self.outputs: Producer | None = None  # worker -> server tensors
         self.host: ModelHost | None = None
@@ -304,34 +324,32 @@ class Worker:
         self._call_lock = threading.Lock()
         self._streams: dict[int, _runtime.ResponseStream] = {}
         self._main = threading.get_ident()
-        self._batch: list[Any] | None = None
-        #: client connections the server handed over (key -> socket, JSON head, binary
-        #: head); main thread only, but added by whichever thread reads the channel
-        self.connections: dict[int, tuple[socket.socket, bytes, bytes]] = {}
-        self._heads: dict[Any, bytes] = {}
-        #: the model's rules for requests, when this worker parses unparsed requests
-        self.admission: Admission | None = None
+        self._batch: list[Final] | None = None
+        #: client connections the server handed over (key -> socket, its writer); main
+        #: thread only, but added by whichever thread reads the channel
+        self.connections: dict[int, tuple[socket.socket, ReplyWriter | None]] = {}
         channel.route = self.route
 
     # ------------------------------------------------------------------ messages
 
-    def route(self, m: Any) -> None:
-        kind = m[0]
-        if kind == "reply":
-            self.channel.replies[m[1]] = m[2]
-        elif kind == "bls_resp":
-            stream = self._streams.get(m[1])
-            if stream is not None:
-                if m[3]:
-                    del self._streams[m[1]]
-                stream.push(self.decode_response(m[2]), m[3])
-        elif kind == "seg":
-            self.inputs.add(m[1], recv_fd(self.channel.fd_sock), m[2])
-        elif kind == "unseg":
-            self.inputs.drop(m[1])
-        elif kind == "conn":
-            sock = socket.socket(fileno=recv_fd(self.channel.fd_sock))
-            self.connections[m[1]] = (sock, m[2], m[3])
+    def route(self, m: Message) -> None:
+        match m:
+            case CallResult(call_id):
+                self.channel.replies[call_id] = m
+            case BlsResponse(call_id, desc, final):
+                stream = self._streams.get(call_id)
+                if stream is not None:
+                    if final:
+                        del self._streams[call_id]
+                    stream.push(self.decode_response(desc), final)
+            case Segment(segment_id, size):
+                self.inputs.add(segment_id, recv_fd(self.channel.fd_sock), size)
+            case DropSegment(segment_id):
+                self.inputs.drop(segment_id)
+            case Connection(key, writer):
+                sock = socket.socket(fileno=recv_fd(self.channel.fd_sock))
+                codec = self.codec
+                self.connections[key] = (sock, codec.open_writer(*writer) if codec else None)
 
     def _new_call(self) -> int:
         with self._call_lock:
@@ -343,12 +361,12 @@ class Worker:
         """A request to the server that waits for its answer (errors raised)."""
         call_id = self._new_call()
         replies = self.channel.replies
-        self.channel.send(("call", call_id, op, args))
+        self.channel.send(Call(call_id, op, args))
         self.channel.wait_until(lambda: call_id in replies)
-        ok, value = replies.pop(call_id)
-        if not ok:
-            raise TritonModelException(value)
-        return value
+        result = replies.pop(call_id)
+        if not result.ok:
+            raise TritonModelException(result.value)
+        return result.value
 
     # ------------------------------------------------------------------ tensors
 
@@ -368,29 +386,30 @@ class Worker:
     def block_in(self, block: Any) -> list[Tensor]:
         return [Tensor._wrap(n, w, data) for n, w, _, data in read_block(self.inputs, block)]
 
-    def encode_response(self, response: InferenceResponse | None, wanted: set[str] | None) -> Any:
+    def encode_response(
+        self, response: InferenceResponse | None, wanted: set[str] | None
+    ) -> ResponseDesc | None:
         if response is None:
             return None
         error = response._error
         if error is not None:
-            return (0, error.code().value, error.message())
+            return ErrorDesc(error.code().value, error.message())
         outputs = response._outputs
         if wanted is not None:
             outputs = [t for t in outputs if t._name in wanted]
-        return (1, self.block_out(outputs), response._parameters or None)
+        return OutputsDesc(self.block_out(outputs), response._parameters or None)
 
     def answer_client(
-        self, direct: Any, response: InferenceResponse, wanted: set[str] | None
-    ) -> Any:
-        """Write a successful answer to the client's connection itself; the descriptor
-        for the server ``(2, what was not written)``, or None: the server answers."""
+        self, answer: Any, response: InferenceResponse, wanted: set[str] | None
+    ) -> AnsweredDesc | None:
+        """Write a successful answer to the client's connection itself (``answer``: the
+        connection's key and the front's spec); None: the server answers."""
         if response._error is not None or threading.get_ident() != self._main:
             return None
-        key, prefix, binary, binary_default = direct
-        held = self.connections.get(key)
-        if held is None:
+        key, spec = answer
+        sock, writer = self.connections.get(key, (None, None))
+        if sock is None or writer is None:
             return None
-        sock, json_head, binary_head = held
         outputs = []
         size = 0
         for t in response._outputs:
@@ -408,50 +427,28 @@ class Worker:
             outputs.append((t._name, wire, array.shape, data))
         if size > DIRECT_MAX:
             return None
-        try:
-            header, blobs = encode_outputs(
-                prefix, response._parameters or None, outputs, binary, binary_default,
-                self._heads,
-            )  # fmt: skip
-        except AnswerError:
-            return None  # (the server sends the error)
-        body = len(header)
-        for blob in blobs:
-            body += len(blob) if isinstance(blob, bytes) else blob.nbytes
-        if body > 2 * DIRECT_MAX:
-            return None
-        head = binary_head % (len(header), body) if blobs else json_head % body
-        try:
-            if blobs:
-                sent = sock.sendmsg([head, header, *blobs], [], _SEND_FLAGS)
-            else:
-                sent = sock.send(head + header, _SEND_FLAGS)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        except OSError:
-            return (2, b"")  # the client is gone (the server sees that too)
-        if sent == len(head) + body:
-            return (2, b"")
-        return (2, b"".join([head, header, *map(bytes, blobs)])[sent:])
+        rest = writer.write(sock, spec, response._parameters or None, outputs, 2 * DIRECT_MAX)
+        return None if rest is None else AnsweredDesc(rest)
 
     def close_connection(self, key: int) -> None:
         held = self.connections.pop(key, None)
         if held is not None:
             held[0].close()
 
-    def decode_response(self, desc: Any) -> InferenceResponse | None:
-        if desc is None:
-            return None
-        if desc[0] == 0:
-            return InferenceResponse(error=TritonError(desc[2], ErrorCode(desc[1])))
-        out = InferenceResponse(self.block_in(desc[1]))
-        if desc[2]:
-            out._parameters = desc[2]
-        return out
+    def decode_response(self, desc: ResponseDesc | None) -> InferenceResponse | None:
+        match desc:
+            case ErrorDesc(code, message):
+                return InferenceResponse(error=TritonError(message, ErrorCode(code)))
+            case OutputsDesc(block, parameters):
+                out = InferenceResponse(self.block_in(block))
+                if parameters:
+                    out._parameters = parameters
+                return out
+        return None
 
     # ------------------------------------------------------------------ answers
 
-    def respond(self, link: _Link, desc: Any, final: bool, failed: bool) -> None:
+    def respond(self, link: _Link, desc: ResponseDesc | None, final: bool, failed: bool) -> None:
         batch = self._batch
         if (
             batch is not None
@@ -459,162 +456,108 @@ class Worker:
             and not link.decoupled
             and threading.get_ident() == self._main
         ):
-            batch.append((link.token, desc, failed))
+            batch.append(Final(link.token, desc, failed))
             return
-        self.channel.send(("resp", link.token, desc, final, failed))
+        self.channel.send(Streamed(link.token, desc, final, failed))
 
     def bls(self, request: InferenceRequest, decoupled: bool) -> _runtime.ResponseStream:
         call_id = self._new_call()
         stream = _runtime.ResponseStream(self.channel.wait_until)
-        stream.cancel_hook = lambda: self.channel.send(("bls_cancel", call_id))
+        stream.cancel_hook = lambda: self.channel.send(BlsCancel(call_id))
         self._streams[call_id] = stream
         tensors = self.block_out(request._inputs)
-        self.channel.send(
-            (
-                "bls", call_id, request._model_name, request._model_version, decoupled,
-                (request._request_id, request._correlation_id, request._flags,
-                 request._timeout, request._param_dict, sorted(request._requested), tensors),
-            )
+        carried = BlsRequest(
+            request._request_id, request._correlation_id, request._flags, request._timeout,
+            request._param_dict, sorted(request._requested), tensors,
         )  # fmt: skip
+        self.channel.send(
+            Bls(call_id, request._model_name, request._model_version, decoupled, carried)
+        )
         return stream
 
     # ------------------------------------------------------------------ roles
 
-    def setup(self, settings: dict[str, Any]) -> None:
-        self.channel.spin_s = float(settings.get("spin_us", 0)) / 1e6
+    def setup(self, m: Setup) -> None:
+        self.channel.poll = MessagePoll(m.spin_us)
         self.outputs = Producer(
-            settings["prefix"],
-            settings["default_size"],
-            settings["growth"],
+            m.shm_prefix,
+            m.shm_default,
+            m.shm_growth,
             self.channel.send_segment,
-            lambda sid: self.channel.send(("unseg", sid)),
+            lambda sid: self.channel.send(DropSegment(sid)),
         )
 
-    def run_autocomplete(self, m: Any) -> None:
-        _, model_dir, version, filename, model_name, config_json = m
+    def run_autocomplete(self, m: AutoComplete) -> None:
         try:
-            cls, _ = load_model_class(Path(model_dir), version, filename, own_process=True)
-            completed = auto_complete(cls, model_name, config_json)
+            cls, _ = load_model_class(Path(m.model_dir), m.version, m.filename, own_process=True)
+            completed = auto_complete(cls, m.model_name, m.config_json)
         except ModelError as e:
-            self.channel.send(("init_error", str(e)))
+            self.channel.send(InitError(str(e)))
             return
-        self.channel.send(("ac", completed))
+        self.channel.send(AutoCompleted(completed))
 
-    def run_instance(self, m: Any) -> None:
-        _, model_dir, version, filename, instance_name, decoupled, args = m[:7]
-        spec = m[7] if len(m) > 7 else None
-        self.instance_name = instance_name
+    def run_instance(self, m: Init) -> None:
+        self.instance_name = m.instance_name
         _runtime.install(WorkerRuntime(self))
         try:
-            cls, path = load_model_class(Path(model_dir), version, filename, own_process=True)
-            host = ModelHost(cls, path, instance_name, decoupled, block=self._block)
+            model_dir = Path(m.model_dir)
+            cls, path = load_model_class(model_dir, m.version, m.filename, own_process=True)
+            host = ModelHost(cls, path, m.instance_name, m.decoupled, block=self._block)
             host.exit_on_system_exit = True
             self.host = host
-            host.initialize(args)
+            host.initialize(m.args)
         except ModelError as e:
-            self.channel.send(("init_error", str(e)))
+            self.channel.send(InitError(str(e)))
             return
         # what lives on after initialize (modules, the model) is left out of the
         # collector's scans from now on
         gc.freeze()
-        if spec is not None and Admission is not None and not decoupled:
-            self.admission = Admission(*spec)
-        ready = (os.getpid(), host.has_ready_hook(), self.admission is not None)
-        self.channel.send(("ready", ready))
+        self.channel.send(Ready(os.getpid(), host.has_ready_hook()))
         while True:
-            m = self.channel.next_main()
-            kind = m[0]
-            if kind == "exec":
-                self.execute(m[1], m[2])
-            elif kind == "isready":
-                self.channel.send(("reply", m[1], host.is_ready()))
-            elif kind == "unconn":
-                self.close_connection(m[1])
-            elif kind == "fini":
-                host.finalize()
-                self.channel.send(("fini_done",))
-                return
+            match self.channel.next_main():
+                case Exec(batch_id, requests):
+                    self.execute(batch_id, requests)
+                case IsReady(call_id):
+                    self.channel.send(ReadyAnswer(call_id, host.is_ready()))
+                case DropConnection(key):
+                    self.close_connection(key)
+                case Fini():
+                    host.finalize()
+                    self.channel.send(FiniDone())
+                    return
 
     def _block(self, fut: Any) -> Any:
         fut.add_done_callback(lambda _: self.channel.wake())
         self.channel.wait_until(fut.done, wakeable=True)
         return fut.result()
 
-    def execute(self, batch_id: int, descs: list[Any]) -> None:
+    def execute(self, batch_id: int, descs: list[ExecRequest]) -> None:
         host = self.host
         assert host is not None
         decoupled = host.decoupled
         requests = []
-        batch: list[Any] = []
-        sizes: dict[int, int] | None = None
-        for desc in descs:
-            if len(desc) == 4:  # unparsed: (token, header length, body, connection key)
-                parsed = self._parse(desc, decoupled)
-                if parsed is None:
-                    batch.append((desc[0], DECLINED, False))
-                    continue
-                request, size = parsed
-                if size != 1:
-                    sizes = sizes or {}
-                    sizes[desc[0]] = size
-                requests.append(request)
-                continue
-            token, rid, cid, flags, timeout, params, wanted, tensors, direct = desc
-            wanted_set = set(wanted)
+        for d in descs:
+            wanted = set(d.wanted)
             requests.append(
                 InferenceRequest._server_side(
-                    rid,
-                    cid,
-                    self.block_in(tensors),
-                    wanted_set,
-                    flags,
-                    timeout,
-                    params,
-                    _Link(self, token, decoupled, wanted_set, direct),
+                    d.request_id,
+                    d.correlation_id,
+                    self.block_in(d.block),
+                    wanted,
+                    d.flags,
+                    d.timeout_us,
+                    d.parameters,
+                    _Link(self, d.token, decoupled, wanted, d.answer),
                 )
             )
+        batch: list[Final] = []
         self._batch = batch
         try:
-            # (a declined request executes alone: nothing is left to run then)
-            flags_out = host.execute(requests) if requests else None
+            rescheduled = host.execute(requests)
         finally:
             self._batch = None
         del requests
-        if sizes:
-            self.channel.send(("done", batch_id, batch, flags_out, sizes))
-        else:
-            self.channel.send(("done", batch_id, batch, flags_out))
-
-    def _parse(self, desc: Any, decoupled: bool) -> tuple[InferenceRequest, int] | None:
-        """An unparsed request, parsed and checked as the server would, and its batch
-        size; None: declined (the server parses it again and answers it, errors
-        included). Only plain requests are taken: no shared memory, no classification."""
-        token, header_len, block, key = desc
-        admission = self.admission
-        if admission is None or key not in self.connections:
-            return None
-        if isinstance(block, bytes):
-            body: Any = bytearray(block)
-        else:
-            body = memoryview(read_block(self.inputs, block)[0][3])
-        try:
-            parsed = parse_infer_request(body, header_len, admission, None)
-            req = parsed.request
-            if not answerable_elsewhere(parsed) or admission.check(req) is not None:
-                return None
-            tensors = []
-            for t in req.inputs.values():
-                array = t.array
-                assert array is not None
-                dtype = DTYPES.get(t.datatype)
-                if dtype is not None and array.dtype != dtype:
-                    array = array.view(dtype)  # (BF16 travels as uint16)
-                tensors.append(Tensor._wrap(t.name, t.datatype, array))
-        except Exception:  # (the server's own parse answers it: the error is the same)
-            return None
-        wanted = set(req.requested_outputs or admission.output_names)
-        link = _Link(self, token, decoupled, wanted, direct_answer(parsed, admission, key))
-        return pb_request(req, tensors, wanted, link), req.batch_size
+        self.channel.send(Done(batch_id, batch, rescheduled))
 
 
 def _die_with_parent() -> None:
@@ -628,8 +571,9 @@ def _die_with_parent() -> None:
             pass
 
 
-def main(argv: list[str]) -> int:
-    """``<control fd> <descriptor fd>``: serve the server until it says goodbye."""
+def main(argv: list[str], codec: ReplyCodec | None = None) -> int:
+    """``<control fd> <descriptor fd> <server pid>``: serve the server until it says
+    goodbye. ``codec``: the server's reply codec (:mod:`._direct`), None without one."""
     _die_with_parent()
     parent = int(argv[2]) if len(argv) > 2 else 0
     if parent and os.getppid() != parent:
@@ -640,19 +584,18 @@ def main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
     fd_sock = socket.socket(fileno=int(argv[1]))
     channel = Channel(sock, fd_sock)
-    worker = Worker(channel)
+    worker = Worker(channel, codec)
     try:
         while True:
-            m = channel.next_main()
-            kind = m[0]
-            if kind == "setup":
-                worker.setup(m[1])
-            elif kind == "autocomplete":
-                worker.run_autocomplete(m)
-                return 0
-            elif kind == "init":
-                worker.run_instance(m)
-                return 0
+            match channel.next_main():
+                case Setup() as setup:
+                    worker.setup(setup)
+                case AutoComplete() as auto:
+                    worker.run_autocomplete(auto)
+                    return 0
+                case Init() as init:
+                    worker.run_instance(init)
+                    return 0
     except BaseException:
         if isinstance(sys.exc_info()[1], SystemExit):
             raise

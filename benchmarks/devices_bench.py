@@ -1,0 +1,183 @@
+"""What each of the server's speed devices buys: the server with it against the server
+without it, side by side in one run.
+
+    python benchmarks/devices_bench.py [--seconds 3] [--pairs 4] [--only NAME ...]
+
+Each device is measured on the workload it is for (add_sub JSON with wrk, or health),
+alternating rounds of the two servers (the device on, then off), and reported as the
+ratio on / off of requests per second: the mean and the range over the pairs. A device
+that can be turned off by a flag is turned off so; the others are taken out by this
+script's launcher, which patches the one function before the server starts (the
+server's code has no switch for them). The devices, and where each lives, are listed
+in docs/design.md ("Where the speed comes from").
+
+wrk is required (``apt-get install -y wrk``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+try:
+    from _common import ADD_BODY, machine, wrk
+except ImportError:  # run as a module
+    from benchmarks._common import ADD_BODY, machine, wrk
+
+from tritonhttp.server._launch import BundledServer
+from tritonhttp.testing import _process
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "tests" / "models"
+INFER = "/v2/models/add_sub/infer"
+IN_PROCESS = "--python-isolation=in-process"
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device, how the server runs without it, and the workloads it is for."""
+
+    name: str
+    what: str
+    #: server flags for both runs, then the extra flags that turn the device off
+    flags: tuple[str, ...]
+    off_flags: tuple[str, ...] = ()
+    #: Python run in the server process before it starts, to take the device out
+    off_patch: str = ""
+    #: (path, body or None for GET, connections)
+    loads: tuple[tuple[str, str | None, int], ...] = ((INFER, ADD_BODY, 1), (INFER, ADD_BODY, 16))
+
+
+DEVICES = (
+    Device(
+        "reply",
+        "a worker process writes the answer to the client itself",
+        (),
+        off_patch=(
+            "from tritonhttp.server.front import _app\n"
+            "_app.HttpFrontend._reply_link = staticmethod(lambda *a: None)\n"
+        ),
+    ),
+    Device(
+        "worker-poll",
+        "server and workers poll for each other's next message (busy-wait-us)",
+        (),
+        off_flags=("--backend-config=python,busy-wait-us=0",),
+    ),
+    Device(
+        "send-ahead",
+        "a busy worker with a quick model is sent its next request early",
+        (),
+        off_patch=(
+            "from tritonhttp.server.backends.python._process import ProcessInstance\n"
+            "ProcessInstance.takes_ahead = property(lambda self: False)\n"
+        ),
+        loads=((INFER, ADD_BODY, 16), (INFER, ADD_BODY, 64)),
+    ),
+    Device(
+        "http-poll",
+        "the HTTP server polls for a quick client's next request (--http-busy-wait-us)",
+        (IN_PROCESS,),
+        off_flags=("--http-busy-wait-us=0",),
+        loads=((INFER, ADD_BODY, 1),),
+    ),
+    Device(
+        "http-server",
+        "the bundled HTTP server instead of uvicorn",
+        (IN_PROCESS,),
+        off_flags=("--http-server=uvicorn",),
+    ),
+    Device(
+        "inline-execution",
+        "an in-process model's quick execute runs on the event loop, not a thread",
+        (IN_PROCESS,),
+        off_flags=("--backend-config=python,inline-execution=never",),
+    ),
+    Device(
+        "immediate-health",
+        "health answered by the HTTP server without running the application",
+        (),
+        off_patch=(
+            "from tritonhttp.server.front import _app\ndel _app.HttpFrontend.immediate_answer\n"
+        ),
+        loads=(("/v2/health/live", None, 1),),
+    ),
+    Device(
+        "gc-freeze",
+        "what start-up left is frozen out of the collector's scans (gc.freeze)",
+        (),
+        off_patch="import gc\ngc.freeze = lambda: None\n",
+        loads=((INFER, ADD_BODY, 16),),
+    ),
+)
+
+
+def _start(repo: Path, flags: tuple[str, ...], patch: str) -> BundledServer:
+    """Our server on free ports; ``patch`` runs in it before it starts."""
+    http, metrics = _process.free_ports(2)
+    argv = ["tritonhttp.server", f"--model-repository={repo}", f"--http-port={http}",
+            f"--metrics-port={metrics}", *flags]  # fmt: skip
+    code = f"import runpy, sys\nsys.argv = {argv!r}\n{patch}\n"
+    code += "runpy.run_module('tritonhttp.server', run_name='__main__', alter_sys=True)\n"
+    log = Path(tempfile.gettempdir()) / f"tritonhttp-devices-{http}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT)
+    server = BundledServer(proc, http, metrics, log, argv)
+    _process.wait_until_up(server, "tritonhttp.server", wait_ready=True, timeout=60, poll=0.05)
+    return server
+
+
+def _measure(device: Device, repo: Path, seconds: float, pairs: int) -> list[str]:
+    on = _start(repo, device.flags, "")
+    off = _start(repo, (*device.flags, *device.off_flags), device.off_patch)
+    lines = []
+    try:
+        for path, body, conns in device.loads:
+            for s in (on, off):
+                wrk(s.url, path, conns, 1, body)  # warm-up
+            ratios: list[float] = []
+            for _ in range(pairs):
+                a = wrk(on.url, path, conns, seconds, body)
+                b = wrk(off.url, path, conns, seconds, body)
+                ratios.append(a / b)
+            where = "health" if body is None else "add_sub"
+            lines.append(
+                f"{device.name} ({where} -c{conns}): on/off {statistics.mean(ratios):.3f} "
+                f"[{min(ratios):.3f}-{max(ratios):.3f}] over {pairs} pairs"
+            )
+    finally:
+        on.stop()
+        off.stop()
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3, help="wrk duration per round")
+    parser.add_argument("--pairs", type=int, default=4, help="alternating pairs per load")
+    parser.add_argument("--only", nargs="*", default=None, help="device names to measure")
+    args = parser.parse_args(argv)
+    if shutil.which("wrk") is None:
+        print("wrk not found (apt-get install -y wrk)")
+        return 2
+    print(machine())
+    devices: list[Any] = [d for d in DEVICES if not args.only or d.name in args.only]
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp)
+        shutil.copytree(MODELS / "add_sub", repo / "add_sub")
+        for device in devices:
+            print(f"# {device.name}: {device.what}", flush=True)
+            for line in _measure(device, repo, args.seconds, args.pairs):
+                print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

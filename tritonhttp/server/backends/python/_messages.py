@@ -1,0 +1,465 @@
+"""Every message between the server and a worker process, as a typed record, and their framing.
+
+Each message is a :class:`~typing.NamedTuple`: its type is its kind, and both sides
+dispatch on it (``match``). On the socket a message travels as the plain tuple
+``(kind number, fields)`` (records nested inside it flattened the same way),
+pickled and framed by a 4-byte little-endian length: pickling named tuples themselves
+costs several times more than plain ones, and this channel carries every request.
+
+Segment descriptors (:class:`Segment`) and client connections (:class:`Connection`)
+come with a file descriptor on the second socket (``SCM_RIGHTS``, :mod:`._ipc`).
+
+Standard library only (the worker imports this module too).
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+import struct
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+__all__ = [
+    "MAIN_THREAD",
+    "AnsweredDesc",
+    "AutoComplete",
+    "AutoCompleted",
+    "Bls",
+    "BlsCancel",
+    "BlsRequest",
+    "BlsResponse",
+    "Call",
+    "CallResult",
+    "Connection",
+    "Done",
+    "DropConnection",
+    "DropSegment",
+    "ErrorDesc",
+    "Exec",
+    "ExecRequest",
+    "FamilyDelete",
+    "Final",
+    "Fini",
+    "FiniDone",
+    "FrameReader",
+    "Init",
+    "InitError",
+    "IsReady",
+    "Log",
+    "Message",
+    "MetricDelete",
+    "MetricOp",
+    "OutputsDesc",
+    "Ready",
+    "ReadyAnswer",
+    "ResponseDesc",
+    "Segment",
+    "Setup",
+    "Streamed",
+    "encode",
+]
+
+_LEN = struct.Struct("<I")
+#: the largest pickled message a frame can carry
+MAX_FRAME = (1 << 31) - 1
+_new = tuple.__new__
+
+# ---------------------------------------------------------------- response descriptors
+
+
+class ErrorDesc(NamedTuple):
+    """A response that is an error (``code``: pb_utils' TritonError code)."""
+
+    code: int
+    message: str
+
+
+class OutputsDesc(NamedTuple):
+    """A response's output tensors (a block of :mod:`._ipc`) and parameters."""
+
+    block: Any
+    parameters: dict[str, Any] | None
+
+
+class AnsweredDesc(NamedTuple):
+    """The worker wrote the answer to the client itself; ``rest``: what it could not
+    write yet (the server sends it)."""
+
+    rest: bytes
+
+
+ResponseDesc = ErrorDesc | OutputsDesc | AnsweredDesc
+_DESCS: tuple[type[ResponseDesc], ...] = (ErrorDesc, OutputsDesc, AnsweredDesc)
+_DESC_KIND: dict[type[Any], int] = {c: i for i, c in enumerate(_DESCS)}
+
+
+def _desc_out(d: ResponseDesc | None) -> Any:
+    return None if d is None else (_DESC_KIND[type(d)], tuple(d))
+
+
+def _desc_in(w: Any) -> ResponseDesc | None:
+    return None if w is None else _new(_DESCS[w[0]], w[1])
+
+
+# ---------------------------------------------------------------- server -> worker
+
+
+class Setup(NamedTuple):
+    """The worker's arena settings and how long it polls for its next message."""
+
+    shm_prefix: str
+    shm_default: int
+    shm_growth: int
+    spin_us: int
+
+
+class Init(NamedTuple):
+    """Load ``model.py`` and run ``initialize(args)``: the worker's role from then on."""
+
+    model_dir: str
+    version: int
+    filename: str
+    instance_name: str
+    decoupled: bool
+    args: dict[str, str]
+
+
+class AutoComplete(NamedTuple):
+    """Run the model class's ``auto_complete_config`` on ``config_json`` and exit."""
+
+    model_dir: str
+    version: int
+    filename: str
+    model_name: str
+    config_json: str
+
+
+class ExecRequest(NamedTuple):
+    """One request of a batch. ``answer``: the front's spec of the client's answer when
+    the worker may write it itself (:class:`Connection`), else None."""
+
+    token: int
+    request_id: str
+    correlation_id: int | str
+    flags: int
+    timeout_us: int
+    parameters: str
+    wanted: tuple[str, ...]
+    block: Any
+    answer: Any
+
+
+class Exec(NamedTuple):
+    """Execute a batch."""
+
+    batch_id: int
+    requests: list[ExecRequest]
+
+
+class IsReady(NamedTuple):
+    """Ask the model's ``is_ready()``; answered by :class:`ReadyAnswer`."""
+
+    call_id: int
+
+
+class Fini(NamedTuple):
+    """Run ``finalize()``; answered by :class:`FiniDone`."""
+
+
+class CallResult(NamedTuple):
+    """The answer to a worker's :class:`Call` (``ok`` False: ``value`` is the error text)."""
+
+    call_id: int
+    ok: bool
+    value: Any
+
+
+class BlsResponse(NamedTuple):
+    """A response to a BLS request the worker made (:class:`Bls`)."""
+
+    call_id: int
+    response: ResponseDesc | None
+    final: bool
+
+
+class Segment(NamedTuple):
+    """A new shared-memory segment of the sender's arena (its descriptor follows)."""
+
+    segment_id: int
+    size: int
+
+
+class DropSegment(NamedTuple):
+    """The sender's arena no longer uses a segment."""
+
+    segment_id: int
+
+
+class Connection(NamedTuple):
+    """A client connection the worker may answer on (its descriptor follows);
+    ``writer``: the arguments of the reply writer for it (opaque to the backend)."""
+
+    key: int
+    writer: tuple[Any, ...]
+
+
+class DropConnection(NamedTuple):
+    """The client connection ``key`` closed: let its descriptor go."""
+
+    key: int
+
+
+# ---------------------------------------------------------------- worker -> server
+
+
+class Ready(NamedTuple):
+    """``initialize`` succeeded."""
+
+    pid: int
+    has_ready_hook: bool
+
+
+class InitError(NamedTuple):
+    """Loading or initialising the model failed (the text is the error's)."""
+
+    message: str
+
+
+class AutoCompleted(NamedTuple):
+    """The completed config JSON (None: the model has no ``auto_complete_config``)."""
+
+    config_json: str | None
+
+
+class Final(NamedTuple):
+    """The final response of one request of a batch."""
+
+    token: int
+    response: ResponseDesc | None
+    failed: bool
+
+
+class Done(NamedTuple):
+    """A batch's ``execute`` returned; ``finals``: the responses given by then;
+    ``rescheduled``: per request, whether it was released with RESCHEDULE (None: the
+    batch failed as a whole)."""
+
+    batch_id: int
+    finals: list[Final]
+    rescheduled: list[bool] | None
+
+
+class Streamed(NamedTuple):
+    """A response sent outside the batch's return (decoupled models, other threads)."""
+
+    token: int
+    response: ResponseDesc | None
+    final: bool
+    failed: bool
+
+
+class Log(NamedTuple):
+    """A line for the server's log."""
+
+    level: int
+    message: str
+    file: str
+    line: int
+
+
+class MetricOp(NamedTuple):
+    """Change a custom metric's value (``op``: pb_utils' metric operation)."""
+
+    metric_id: int
+    op: int
+    value: float
+
+
+class Call(NamedTuple):
+    """A request to the server that the worker waits for (:class:`CallResult`)."""
+
+    call_id: int
+    op: str
+    args: tuple[Any, ...]
+
+
+class BlsRequest(NamedTuple):
+    """What a BLS request carries besides its model."""
+
+    request_id: str
+    correlation_id: int | str
+    flags: int
+    timeout_us: int
+    parameters: dict[str, Any]
+    requested: list[str]
+    block: Any
+
+
+class Bls(NamedTuple):
+    """An inference request the model makes to another model."""
+
+    call_id: int
+    model: str
+    version: int
+    decoupled: bool
+    request: BlsRequest
+
+
+class BlsCancel(NamedTuple):
+    """The model cancelled its BLS request ``call_id``."""
+
+    call_id: int
+
+
+class FamilyDelete(NamedTuple):
+    """The model deleted a custom metric family."""
+
+    family_id: int
+
+
+class MetricDelete(NamedTuple):
+    """The model deleted a custom metric."""
+
+    metric_id: int
+
+
+class ReadyAnswer(NamedTuple):
+    """The model's ``is_ready()`` (None: it has none)."""
+
+    call_id: int
+    ready: bool | None
+
+
+class FiniDone(NamedTuple):
+    """``finalize()`` returned."""
+
+
+Message = (
+    Setup | Init | AutoComplete | Exec | IsReady | Fini | CallResult | BlsResponse | Segment
+    | DropSegment | Connection | DropConnection | Ready | InitError | AutoCompleted | Done
+    | Streamed | Log | MetricOp | Call | Bls | BlsCancel | FamilyDelete | MetricDelete
+    | ReadyAnswer | FiniDone
+)  # fmt: skip
+
+#: the messages a worker's main thread handles (any thread reading the socket routes the
+#: others at once)
+MAIN_THREAD: frozenset[type[Message]] = frozenset(
+    (Setup, Init, AutoComplete, Exec, IsReady, Fini, DropConnection)
+)
+
+# ---------------------------------------------------------------- framing
+
+_Flatten = Callable[[Any], tuple[Any, ...]]
+_Build = Callable[[Any], Message]
+
+
+def _flat_exec(m: Exec) -> tuple[Any, ...]:
+    return (m.batch_id, [tuple(r) for r in m.requests])
+
+
+def _build_exec(w: Any) -> Exec:
+    return Exec(w[0], [_new(ExecRequest, r) for r in w[1]])
+
+
+def _flat_done(m: Done) -> tuple[Any, ...]:
+    finals = [(f.token, _desc_out(f.response), f.failed) for f in m.finals]
+    return (m.batch_id, finals, m.rescheduled)
+
+
+def _build_done(w: Any) -> Done:
+    return Done(w[0], [Final(t, _desc_in(d), f) for t, d, f in w[1]], w[2])
+
+
+def _flat_streamed(m: Streamed) -> tuple[Any, ...]:
+    return (m.token, _desc_out(m.response), m.final, m.failed)
+
+
+def _build_streamed(w: Any) -> Streamed:
+    return Streamed(w[0], _desc_in(w[1]), w[2], w[3])
+
+
+def _flat_bls_response(m: BlsResponse) -> tuple[Any, ...]:
+    return (m.call_id, _desc_out(m.response), m.final)
+
+
+def _build_bls_response(w: Any) -> BlsResponse:
+    return BlsResponse(w[0], _desc_in(w[1]), w[2])
+
+
+def _flat_bls(m: Bls) -> tuple[Any, ...]:
+    return (m.call_id, m.model, m.version, m.decoupled, tuple(m.request))
+
+
+def _build_bls(w: Any) -> Bls:
+    return Bls(w[0], w[1], w[2], w[3], _new(BlsRequest, w[4]))
+
+
+_ALL: tuple[type[Message], ...] = (
+    Setup, Init, AutoComplete, Exec, IsReady, Fini, CallResult, BlsResponse, Segment,
+    DropSegment, Connection, DropConnection, Ready, InitError, AutoCompleted, Done,
+    Streamed, Log, MetricOp, Call, Bls, BlsCancel, FamilyDelete, MetricDelete,
+    ReadyAnswer, FiniDone,
+)  # fmt: skip
+#: message type -> its number on the wire
+_KIND_OF: dict[type[Any], int] = {c: i for i, c in enumerate(_ALL)}
+#: message type -> its fields as plain tuples (records with nested records only)
+_FLATTEN: dict[type[Any], _Flatten] = {
+    Exec: _flat_exec,
+    Done: _flat_done,
+    Streamed: _flat_streamed,
+    BlsResponse: _flat_bls_response,
+    Bls: _flat_bls,
+}
+_BUILDERS: dict[type[Any], _Build] = {
+    Exec: _build_exec,
+    Done: _build_done,
+    Streamed: _build_streamed,
+    BlsResponse: _build_bls_response,
+    Bls: _build_bls,
+}
+#: kind number -> the record rebuilt from its wire fields
+_BUILD: tuple[_Build, ...] = tuple(_BUILDERS.get(c) or functools.partial(_new, c) for c in _ALL)
+
+
+def encode(message: Message) -> bytes:
+    """One framed message."""
+    flatten = _FLATTEN.get(type(message))
+    fields = flatten(message) if flatten is not None else tuple(message)
+    payload = pickle.dumps((_KIND_OF[type(message)], fields), protocol=pickle.HIGHEST_PROTOCOL)
+    if len(payload) > MAX_FRAME:
+        raise ValueError(f"a control message of {len(payload)} bytes is over the 2 GiB limit")
+    return _LEN.pack(len(payload)) + payload
+
+
+def _decode(payload: Any) -> Message:
+    kind, fields = pickle.loads(payload)
+    message: Message = _BUILD[kind](fields)
+    return message
+
+
+class FrameReader:
+    """Splits received bytes into messages."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, data: bytes) -> list[Message]:
+        if not self._buf and len(data) >= 4:
+            (size,) = _LEN.unpack_from(data)
+            if size == len(data) - 4:  # (the usual case: one whole message)
+                return [_decode(memoryview(data)[4:])]
+        buf = self._buf + data if self._buf else data
+        out = []
+        pos = 0
+        end = len(buf)
+        while end - pos >= 4:
+            (size,) = _LEN.unpack_from(buf, pos)
+            if end - pos - 4 < size:
+                break
+            out.append(_decode(buf[pos + 4 : pos + 4 + size]))
+            pos += 4 + size
+        self._buf = buf[pos:] if pos < end else b""
+        return out
