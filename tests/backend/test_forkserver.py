@@ -195,6 +195,8 @@ def test_close_ends_the_zygote_and_its_workers() -> None:
     try:
         pid = w.handle.pid
         zygote = _ppid(pid)
+        _forkserver.close(idle_only=True)  # (a worker runs: the zygote stays)
+        assert w.handle.poll() is None and not _gone(zygote)
         _forkserver.close()
         assert w.handle.poll() == -signal.SIGKILL
         assert _until(lambda: _gone(pid) and _gone(zygote))
@@ -211,6 +213,17 @@ handle = _forkserver.spawn(sys.executable, sys.argv[1], child.fileno(), fchild.f
 print(handle.pid if handle else 0, flush=True)
 time.sleep(120)
 """
+
+
+def test_an_idle_zygote_is_closed_on_request() -> None:
+    w = _spawn()
+    assert w is not None
+    pid = w.handle.pid
+    zygote = _ppid(pid)
+    w.close()
+    w.handle.wait(WAIT_S)
+    _forkserver.close(idle_only=True)
+    assert _until(lambda: _gone(zygote))
 
 
 def test_the_zygote_and_its_workers_die_with_the_server() -> None:

@@ -224,6 +224,13 @@ class ForkServer:
         with self._lock:
             return not self._lost and self._proc.poll() is None
 
+    @property
+    def busy(self) -> bool:
+        """Workers of this zygote still run (or were not reported ended yet)."""
+        with self._lock:
+            self.pump()
+            return bool(self._handles)
+
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> bool:
         """Wait until the zygote has imported everything (False: it failed, and is gone)."""
         if self.wait_until(lambda: self._ready or self._lost, timeout) and self._ready:
@@ -420,16 +427,21 @@ def spawn(
     return server.spawn(ctl_fd, fds_fd, codec)
 
 
-def close(all_threads: bool = False) -> None:
+def close(idle_only: bool = False, all_threads: bool = False) -> None:
     """Close this thread's zygotes (``all_threads``: every zygote of this process),
-    SIGKILLing the workers they still have; the next spawn starts a fresh one."""
+    SIGKILLing the workers they still have; the next spawn starts a fresh one.
+
+    ``idle_only``: only those whose workers have all ended (a server that stopped
+    leaves the zygote alone while another server on the same thread still has workers
+    from it)."""
     me, thread = os.getpid(), threading.get_ident()
 
     def mine(key: tuple[int, int, str, str]) -> bool:
         return key[0] == me and (all_threads or key[1] == thread)
 
     with _REGISTRY:
-        servers = [_ZYGOTES.pop(k) for k in [k for k in _ZYGOTES if mine(k)]]
+        keys = [k for k in _ZYGOTES if mine(k) and not (idle_only and _ZYGOTES[k].busy)]
+        servers = [_ZYGOTES.pop(k) for k in keys]
         _FAILED.difference_update([k for k in _FAILED if mine(k)])
     for server in servers:
         server.close()
