@@ -22,9 +22,10 @@ and returns, in a forked child, the worker's arguments for ``_worker.main``.
 
 The channel is a ``SOCK_SEQPACKET`` Unix socket pair; each message is one JSON object.
 Server to zygote: ``spawn`` (the child's control and descriptor sockets, and the server's
-stdout and stderr, ride along as SCM_RIGHTS; with the server's working directory and,
-when it changed, its environment: a fresh interpreter would have inherited both at that
-moment) and ``signal``. Zygote to server: ``ready``, ``spawned`` (the child's pid),
+stdout and stderr, ride along as SCM_RIGHTS; with the reply codec's module name, imported
+by the zygote the first time, and the server's working directory and, when it changed,
+its environment: a fresh interpreter would have inherited both at that moment) and
+``signal``. Zygote to server: ``ready``, ``spawned`` (the child's pid),
 ``failed`` (no fork) and ``exit`` (the child's status as ``Popen.returncode`` gives it:
 negative for a signal).
 
@@ -33,6 +34,9 @@ and ends when its socket closes, SIGKILLing its children first; a child dies wit
 zygote (``PR_SET_PDEATHSIG`` again, set in the child and by ``_worker.main``, whose
 parent check is given the zygote's pid). Workers write to the server's stdout and stderr
 as a fresh interpreter would (the descriptors the server holds at each spawn).
+
+Unlike fresh interpreters, forked workers share the zygote's ``str`` hash seed; numpy's
+global random generator is reseeded in each (Python's ``random`` reseeds itself).
 """
 
 from __future__ import annotations
