@@ -191,9 +191,16 @@ def _sockets_of(pid: int) -> set[str]:
 
 
 def _workers(server: _launch.BundledServer) -> list[int]:
-    pid = server.process.pid
-    with open(f"/proc/{pid}/task/{pid}/children") as f:
-        return [int(p) for p in f.read().split()]
+    """The server's descendants: its workers (and their zygote, which holds no client
+    connection)."""
+    out, todo = [], [server.process.pid]
+    while todo:
+        pid = todo.pop()
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(p) for p in f.read().split()]
+        out += children
+        todo += children
+    return out
 
 
 def _until(check: Any, timeout: float = 10.0) -> bool:

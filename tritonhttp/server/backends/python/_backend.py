@@ -14,6 +14,7 @@ from ...core._backend_api import LoadContext, ModelInstance, ServerBridge
 from ...core._config import config_to_json
 from ...core._errors import Code, CoreError
 from ...core.model_config_pb2 import ModelConfig
+from . import _forkserver
 from ._envs import resolve_env
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
 from ._inprocess import InProcessInstance
@@ -60,10 +61,12 @@ class PythonBackend:
             self._bound = True
 
     def close(self) -> None:
-        """The server stopped: pb_utils in this process goes back to what it was."""
+        """The server stopped: pb_utils in this process goes back to what it was, and
+        this thread's worker zygote ends unless another server's workers still use it."""
         if self._bound:
             _runtime.install(self._previous)
             self._bound = False
+        _forkserver.close(idle_only=True)
 
     def _settings(self, ctx: LoadContext) -> BackendSettings:
         return BackendSettings.parse({**self._defaults, **ctx.backend_config})

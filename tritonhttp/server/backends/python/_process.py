@@ -35,47 +35,13 @@ from triton_python_backend_utils._errors import TritonModelException
 from ....utils._dtypes import BF16
 from ...core._errors import Code, CoreError
 from ...core._types import ExecutionTimes, InferRequest, InferResponse, InputTensor, OutputTensor
+from . import _forkserver
+from . import _messages as msg
 from ._arena import Consumer, Producer
 from ._collector import Collector, collect
 from ._convert import params_json
 from ._direct import DIRECT_CONNECTIONS, DirectReply
 from ._ipc import DTYPES, read_block, recv_fd, send_fd, write_block
-from ._messages import (
-    AnsweredDesc,
-    AutoComplete,
-    AutoCompleted,
-    Bls,
-    BlsCancel,
-    BlsResponse,
-    Call,
-    CallResult,
-    Connection,
-    Done,
-    DropConnection,
-    DropSegment,
-    ErrorDesc,
-    Exec,
-    ExecRequest,
-    FamilyDelete,
-    Fini,
-    FiniDone,
-    FrameReader,
-    Init,
-    InitError,
-    IsReady,
-    Log,
-    Message,
-    MetricDelete,
-    MetricOp,
-    OutputsDesc,
-    Ready,
-    ReadyAnswer,
-    ResponseDesc,
-    Segment,
-    Setup,
-    Streamed,
-    encode,
-)
 from ._polling import ReplyPoll, stay_awake
 from ._services import ModelServices
 from ._settings import BackendSettings
@@ -115,7 +81,7 @@ class WorkerProcess:
         self,
         name: str,
         settings: BackendSettings,
-        on_message: Callable[[Message], None],
+        on_message: Callable[[msg.Message], None],
         on_exit: Callable[[], None],
         python: str | None = None,
         env: dict[str, str] | None = None,
@@ -128,10 +94,10 @@ class WorkerProcess:
         self._on_exit = on_exit
         self._python = python or settings.python
         self._env = env
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: _forkserver.WorkerHandle | None = None
         self._sock: socket.socket | None = None
         self._fd_sock: socket.socket | None = None
-        self._frames = FrameReader()
+        self._frames = msg.FrameReader()
         self._out: collections.deque[memoryview] = collections.deque()
         self._writing = False
         self.inputs: Producer | None = None
@@ -148,13 +114,19 @@ class WorkerProcess:
         ctl, ctl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fds, fds_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
-            self.proc = subprocess.Popen(
-                [self._python, "-I", BOOT, str(ctl_child.fileno()), str(fds_child.fileno()),
-                 str(os.getpid()), PB_UTILS_DIR, self._reply_codec or ""],
-                pass_fds=(ctl_child.fileno(), fds_child.fileno()),
-                stdin=subprocess.DEVNULL,
-                env=self._env,
+            # forked from the server's warm zygote where it can, else a fresh interpreter
+            self.proc = _forkserver.spawn(
+                self._python, PB_UTILS_DIR, ctl_child.fileno(), fds_child.fileno(), self._env,
+                self._reply_codec,
             )  # fmt: skip
+            if self.proc is None:
+                self.proc = subprocess.Popen(
+                    [self._python, "-I", BOOT, str(ctl_child.fileno()), str(fds_child.fileno()),
+                     str(os.getpid()), PB_UTILS_DIR, self._reply_codec or ""],
+                    pass_fds=(ctl_child.fileno(), fds_child.fileno()),
+                    stdin=subprocess.DEVNULL,
+                    env=self._env,
+                )  # fmt: skip
         except OSError:
             for s in (ctl, ctl_child, fds, fds_child):
                 s.close()
@@ -167,7 +139,7 @@ class WorkerProcess:
         self.alive = True
         loop.add_reader(ctl.fileno(), self._readable)
         cfg = self._settings
-        self.send(Setup(cfg.shm_prefix, cfg.shm_default, cfg.shm_growth, cfg.busy_wait_us))
+        self.send(msg.Setup(cfg.shm_prefix, cfg.shm_default, cfg.shm_growth, cfg.busy_wait_us))
         self.inputs = Producer(
             cfg.shm_prefix, cfg.shm_default, cfg.shm_growth, self._announce, self._retire
         )
@@ -180,10 +152,10 @@ class WorkerProcess:
                 send_fd(self._fd_sock, fd)
             except OSError:
                 return
-        self.send(Segment(segment_id, size))
+        self.send(msg.Segment(segment_id, size))
 
     def _retire(self, segment_id: int) -> None:
-        self.send(DropSegment(segment_id))
+        self.send(msg.DropSegment(segment_id))
 
     def hold(self, reply: DirectReply) -> bool:
         """Make sure the worker holds the reply's client connection (False: it cannot)."""
@@ -201,7 +173,7 @@ class WorkerProcess:
             send_fd(self._fd_sock, reply.fd)
         except OSError:
             return False
-        self.send(Connection(key, reply.writer))  # (the writer goes once per connection)
+        self.send(msg.Connection(key, reply.writer))  # (the writer goes once per connection)
         self.connections.add(key)
         reply.on_close(functools.partial(self._connection_closed, key))
         return True
@@ -209,13 +181,13 @@ class WorkerProcess:
     def _connection_closed(self, key: int) -> None:
         if key in self.connections:
             self.connections.discard(key)
-            self.send(DropConnection(key))
+            self.send(msg.DropConnection(key))
 
-    def send(self, message: Message) -> None:
+    def send(self, message: msg.Message) -> None:
         """Queue a control message (written at once when the socket takes it)."""
         if not self.alive or self._sock is None:
             return
-        data = encode(message)
+        data = msg.encode(message)
         if self._writing:
             self._out.append(memoryview(data))
             return
@@ -269,14 +241,14 @@ class WorkerProcess:
             return
         for message in self._frames.feed(data):
             match message:
-                case Segment(segment_id, size):
+                case msg.Segment(segment_id, size):
                     assert self._fd_sock is not None
                     try:
                         self.outputs.add(segment_id, recv_fd(self._fd_sock), size)
                     except OSError:
                         self._died()
                         return
-                case DropSegment(segment_id):
+                case msg.DropSegment(segment_id):
                     self.outputs.drop(segment_id)
                 case _:
                     self._on_message(message)
@@ -362,7 +334,7 @@ class ProcessInstance:
     def __init__(
         self,
         name: str,
-        init: Init,
+        init: msg.Init,
         output_names: list[str],
         settings: BackendSettings,
         context: WorkerContext,
@@ -396,7 +368,7 @@ class ProcessInstance:
         self._calls: dict[int, asyncio.Future[Any]] = {}
         self._bls: dict[int, InferRequest] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._init_future: asyncio.Future[Ready | str] | None = None
+        self._init_future: asyncio.Future[msg.Ready | str] | None = None
         self._fini_future: asyncio.Future[None] | None = None
         self._restarting: asyncio.Task[None] | None = None
         self._broken: str | None = None
@@ -439,55 +411,55 @@ class ProcessInstance:
 
     # ------------------------------------------------------------------ messages
 
-    def _message(self, m: Message) -> None:
+    def _message(self, m: msg.Message) -> None:
         match m:
-            case Done():
+            case msg.Done():
                 self._done(m)
-            case Streamed(token, desc, final, failed):
+            case msg.Streamed(token, desc, final, failed):
                 self._streamed(token, self._response(desc, failed), final, failed)
-            case Log(level, message, file, line):
+            case msg.Log(level, message, file, line):
                 self._services.log(level, message, file, line)
-            case MetricOp(metric_id, op, value):
+            case msg.MetricOp(metric_id, op, value):
                 self._services.metrics.metric_update(metric_id, op, value)
-            case Call(call_id, op, args):
+            case msg.Call(call_id, op, args):
                 self._call(call_id, op, args)
-            case Bls():
+            case msg.Bls():
                 self._start_bls(m)
-            case BlsCancel(call_id):
+            case msg.BlsCancel(call_id):
                 req = self._bls.get(call_id)
                 if req is not None:
                     req.cancelled = True
-            case FamilyDelete(family_id):
+            case msg.FamilyDelete(family_id):
                 self._services.metrics.family_delete(family_id)
-            case MetricDelete(metric_id):
+            case msg.MetricDelete(metric_id):
                 self._services.metrics.metric_delete(metric_id)
-            case Ready() | InitError():
-                self._init_result(m if isinstance(m, Ready) else m.message)
-            case ReadyAnswer(call_id, ready):
+            case msg.Ready() | msg.InitError():
+                self._init_result(m if isinstance(m, msg.Ready) else m.message)
+            case msg.ReadyAnswer(call_id, ready):
                 fut = self._calls.pop(call_id, None)
                 if fut is not None and not fut.done():
                     fut.set_result(ready)
-            case FiniDone():
+            case msg.FiniDone():
                 fini = self._fini_future
                 if fini is not None and not fini.done():
                     fini.set_result(None)
             case _:
                 log.error("unexpected message from the stub of '%s': %r", self.name, m)
 
-    def _init_result(self, result: Ready | str) -> None:
+    def _init_result(self, result: msg.Ready | str) -> None:
         fut = self._init_future
         if fut is not None and not fut.done():
             fut.set_result(result)
 
-    def _response(self, desc: ResponseDesc | None, failed: bool) -> InferResponse | None:
+    def _response(self, desc: msg.ResponseDesc | None, failed: bool) -> InferResponse | None:
         match desc:
             case None:
                 return None
-            case ErrorDesc(code, message):
+            case msg.ErrorDesc(code, message):
                 return InferResponse(error=CoreError(message, Code(code)), failed=failed)
-            case AnsweredDesc(rest):  # the worker wrote the answer to the client but rest
+            case msg.AnsweredDesc(rest):  # the worker wrote the answer to the client but rest
                 return InferResponse(answered=True, rest=rest)
-            case OutputsDesc(block, parameters):
+            case msg.OutputsDesc(block, parameters):
                 worker = self._worker
                 assert worker is not None
                 outputs = [
@@ -497,7 +469,7 @@ class ProcessInstance:
                 return InferResponse(outputs=outputs, parameters=parameters)
         raise AssertionError(desc)  # pragma: no cover
 
-    def _done(self, m: Done) -> None:
+    def _done(self, m: msg.Done) -> None:
         pending = self._pending
         for token, desc, failed in m.finals:
             c = pending.get(token)
@@ -550,7 +522,7 @@ class ProcessInstance:
     def _reply(self, call_id: int, ok: bool, value: Any) -> None:
         worker = self._worker
         if worker is not None:
-            worker.send(CallResult(call_id, ok, value))
+            worker.send(msg.CallResult(call_id, ok, value))
 
     def _call(self, call_id: int, op: str, args: tuple[Any, ...]) -> None:
         services = self._services
@@ -588,7 +560,7 @@ class ProcessInstance:
 
     # ------------------------------------------------------------------ BLS
 
-    def _start_bls(self, m: Bls) -> None:
+    def _start_bls(self, m: msg.Bls) -> None:
         worker = self._worker
         assert worker is not None
         call_id, r = m.call_id, m.request
@@ -609,16 +581,16 @@ class ProcessInstance:
                 self._bls.pop(call_id, None)
             if w is not worker or not w.alive:
                 return
-            w.send(BlsResponse(call_id, self._encode(w, response), final))
+            w.send(msg.BlsResponse(call_id, self._encode(w, response), final))
 
         self._spawn(self._services.infer(req, m.model, m.version, m.decoupled, emit))
 
     @staticmethod
-    def _encode(worker: WorkerProcess, response: InferResponse | None) -> ResponseDesc | None:
+    def _encode(worker: WorkerProcess, response: InferResponse | None) -> msg.ResponseDesc | None:
         if response is None:
             return None
         if response.error is not None:
-            return ErrorDesc(int(response.error.code), response.error.message)
+            return msg.ErrorDesc(int(response.error.code), response.error.message)
         assert worker.inputs is not None
         block = write_block(
             worker.inputs, [(o.name, o.datatype, o.shape, o.array) for o in response.outputs]
@@ -628,7 +600,7 @@ class ProcessInstance:
             if response.parameters
             else None
         )
-        return OutputsDesc(block, params)
+        return msg.OutputsDesc(block, params)
 
     # ------------------------------------------------------------------ crashes
 
@@ -771,7 +743,7 @@ class ProcessInstance:
         outputs = self._outputs
         decoupled = self._decoupled
         collectors: list[_Collector] = []
-        wire: list[ExecRequest] = []
+        wire: list[msg.ExecRequest] = []
         for req in requests:
             token = next(self._tokens)
             c = _Collector(req, decoupled, token)
@@ -787,10 +759,10 @@ class ProcessInstance:
                 if worker.hold(reply):
                     answer = (reply.key, reply.answer)
             wire.append(
-                ExecRequest(token, req.id, req.correlation_id, req.flags, req.timeout_us,
+                msg.ExecRequest(token, req.id, req.correlation_id, req.flags, req.timeout_us,
                             params_json(req), wanted, block, answer)
             )  # fmt: skip
-        worker.send(Exec(batch_id, wire))
+        worker.send(msg.Exec(batch_id, wire))
         return collectors
 
     async def _await_done(
@@ -832,7 +804,7 @@ class ProcessInstance:
         call_id = next(self._tokens)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._calls[call_id] = fut
-        worker.send(IsReady(call_id))
+        worker.send(msg.IsReady(call_id))
         try:
             result = await asyncio.wait_for(fut, 6.0)
         except asyncio.TimeoutError:
@@ -850,7 +822,7 @@ class ProcessInstance:
         worker = self._worker
         if worker is not None and worker.alive:
             self._fini_future = asyncio.get_running_loop().create_future()
-            worker.send(Fini())
+            worker.send(msg.Fini())
             try:
                 await asyncio.wait_for(self._fini_future, self._settings.stub_timeout_s)
             except asyncio.TimeoutError:
@@ -879,7 +851,7 @@ class _Collector(Collector):
 
 async def run_auto_complete(
     settings: BackendSettings,
-    message: AutoComplete,
+    message: msg.AutoComplete,
     name: str,
     python: str | None = None,
     env: dict[str, str] | None = None,
@@ -891,11 +863,11 @@ async def run_auto_complete(
     loop = asyncio.get_running_loop()
     result: asyncio.Future[tuple[str, Any]] = loop.create_future()
 
-    def on_message(m: Message) -> None:
+    def on_message(m: msg.Message) -> None:
         if not result.done():
-            if isinstance(m, AutoCompleted):
+            if isinstance(m, msg.AutoCompleted):
                 result.set_result(("ok", m.config_json))
-            elif isinstance(m, InitError):
+            elif isinstance(m, msg.InitError):
                 result.set_result(("error", m.message))
 
     def on_exit() -> None:

@@ -36,49 +36,11 @@ from triton_python_backend_utils._errors import ErrorCode, TritonError, TritonMo
 from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
 from triton_python_backend_utils._tensor import Tensor, bytes_items
 
+from . import _messages as msg
 from ._arena import Consumer, Producer
 from ._direct import DIRECT_MAX, ReplyCodec, ReplyWriter
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
 from ._ipc import DTYPES, read_block, recv_fd, send_fd, write_block
-from ._messages import (
-    MAIN_THREAD,
-    AnsweredDesc,
-    AutoComplete,
-    AutoCompleted,
-    Bls,
-    BlsCancel,
-    BlsRequest,
-    BlsResponse,
-    Call,
-    CallResult,
-    Connection,
-    Done,
-    DropConnection,
-    DropSegment,
-    ErrorDesc,
-    Exec,
-    ExecRequest,
-    FamilyDelete,
-    Final,
-    Fini,
-    FiniDone,
-    FrameReader,
-    Init,
-    InitError,
-    IsReady,
-    Log,
-    Message,
-    MetricDelete,
-    MetricOp,
-    OutputsDesc,
-    Ready,
-    ReadyAnswer,
-    ResponseDesc,
-    Segment,
-    Setup,
-    Streamed,
-    encode,
-)
 from ._polling import MessagePoll
 
 __all__ = ["main"]
@@ -94,25 +56,25 @@ class Channel:
         self._cond = threading.Condition()
         self._reading = False
         self._waiting = 0  # threads in ``_cond.wait()``
-        self._frames = FrameReader()
+        self._frames = msg.FrameReader()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self.inbox: collections.deque[Message] = collections.deque()
-        self.replies: dict[int, CallResult] = {}
-        self.route: Callable[[Message], None] = lambda m: None
+        self.inbox: collections.deque[msg.Message] = collections.deque()
+        self.replies: dict[int, msg.CallResult] = {}
+        self.route: Callable[[msg.Message], None] = lambda m: None
         self.closed = False
         self.poll = MessagePoll()
 
-    def send(self, message: Message) -> None:
-        data = encode(message)
+    def send(self, message: msg.Message) -> None:
+        data = msg.encode(message)
         with self._send_lock:
             self.sock.sendall(data)
 
     def send_segment(self, segment_id: int, fd: int, size: int) -> None:
         with self._send_lock:
             send_fd(self.fd_sock, fd)
-            self.sock.sendall(encode(Segment(segment_id, size)))
+            self.sock.sendall(msg.encode(msg.Segment(segment_id, size)))
 
     def wake(self) -> None:
         """Make the reading thread re-check its condition (something else changed)."""
@@ -148,14 +110,14 @@ class Channel:
             cond.acquire()
             self._reading = False
         for m in messages:
-            if type(m) in MAIN_THREAD:
+            if type(m) in msg.MAIN_THREAD:
                 self.inbox.append(m)
             else:
                 self.route(m)
         if self._waiting:
             cond.notify_all()
 
-    def _read(self, wakeable: bool) -> list[Message]:
+    def _read(self, wakeable: bool) -> list[msg.Message]:
         poll = self.poll
         if poll.spin_s and not wakeable:
             start = time.perf_counter()
@@ -197,7 +159,7 @@ class Channel:
             if messages:
                 return messages
 
-    def _spin(self, deadline: float) -> list[Message]:
+    def _spin(self, deadline: float) -> list[msg.Message]:
         """Poll the socket until a message or ``deadline`` (:class:`MessagePoll`): a
         non-blocking ``recv`` between yields of the CPU."""
         recv = self.sock.recv
@@ -215,7 +177,7 @@ class Channel:
             if messages:
                 return messages
 
-    def next_main(self) -> Message:
+    def next_main(self) -> msg.Message:
         """The next message for the main thread."""
         inbox = self.inbox
         with self._cond:
@@ -249,7 +211,7 @@ class _Link:
         worker.respond(self, worker.encode_response(response, self.wanted), final, False)
 
     def fail(self, message: str) -> None:
-        self.worker.respond(self, ErrorDesc(ErrorCode.INTERNAL.value, message), True, True)
+        self.worker.respond(self, msg.ErrorDesc(ErrorCode.INTERNAL.value, message), True, True)
 
     def is_cancelled(self) -> bool:
         return bool(self.worker.call("cancelled", self.token))
@@ -270,7 +232,7 @@ class WorkerRuntime(_runtime.Runtime):
         return host.model_dir if host is not None else ""
 
     def log(self, level: int, message: str, file: str, line: int) -> None:
-        self.worker.channel.send(Log(level, message, file, line))
+        self.worker.channel.send(msg.Log(level, message, file, line))
 
     def check_bls(self) -> None:
         host = self.worker.host
@@ -293,7 +255,7 @@ class WorkerRuntime(_runtime.Runtime):
         return int(self.worker.call("family", name, description, kind))
 
     def family_delete(self, family_id: int) -> None:
-        self.worker.channel.send(FamilyDelete(family_id))
+        self.worker.channel.send(msg.FamilyDelete(family_id))
 
     def metric_create(
         self, family_id: int, labels: dict[str, str], buckets: list[float] | None
@@ -301,10 +263,10 @@ class WorkerRuntime(_runtime.Runtime):
         return int(self.worker.call("metric", family_id, labels, buckets))
 
     def metric_delete(self, metric_id: int) -> None:
-        self.worker.channel.send(MetricDelete(metric_id))
+        self.worker.channel.send(msg.MetricDelete(metric_id))
 
     def metric_update(self, metric_id: int, op: int, value: float) -> None:
-        self.worker.channel.send(MetricOp(metric_id, op, value))
+        self.worker.channel.send(msg.MetricOp(metric_id, op, value))
 
     def metric_value(self, metric_id: int) -> float:
         return float(self.worker.call("metric_value", metric_id))
@@ -324,7 +286,7 @@ class Worker:
         self._call_lock = threading.Lock()
         self._streams: dict[int, _runtime.ResponseStream] = {}
         self._main = threading.get_ident()
-        self._batch: list[Final] | None = None
+        self._batch: list[msg.Final] | None = None
         #: client connections the server handed over (key -> socket, its writer); main
         #: thread only, but added by whichever thread reads the channel
         self.connections: dict[int, tuple[socket.socket, ReplyWriter | None]] = {}
@@ -332,21 +294,21 @@ class Worker:
 
     # ------------------------------------------------------------------ messages
 
-    def route(self, m: Message) -> None:
+    def route(self, m: msg.Message) -> None:
         match m:
-            case CallResult(call_id):
+            case msg.CallResult(call_id):
                 self.channel.replies[call_id] = m
-            case BlsResponse(call_id, desc, final):
+            case msg.BlsResponse(call_id, desc, final):
                 stream = self._streams.get(call_id)
                 if stream is not None:
                     if final:
                         del self._streams[call_id]
                     stream.push(self.decode_response(desc), final)
-            case Segment(segment_id, size):
+            case msg.Segment(segment_id, size):
                 self.inputs.add(segment_id, recv_fd(self.channel.fd_sock), size)
-            case DropSegment(segment_id):
+            case msg.DropSegment(segment_id):
                 self.inputs.drop(segment_id)
-            case Connection(key, writer):
+            case msg.Connection(key, writer):
                 sock = socket.socket(fileno=recv_fd(self.channel.fd_sock))
                 codec = self.codec
                 self.connections[key] = (sock, codec.open_writer(*writer) if codec else None)
@@ -361,7 +323,7 @@ class Worker:
         """A request to the server that waits for its answer (errors raised)."""
         call_id = self._new_call()
         replies = self.channel.replies
-        self.channel.send(Call(call_id, op, args))
+        self.channel.send(msg.Call(call_id, op, args))
         self.channel.wait_until(lambda: call_id in replies)
         result = replies.pop(call_id)
         if not result.ok:
@@ -388,20 +350,20 @@ class Worker:
 
     def encode_response(
         self, response: InferenceResponse | None, wanted: set[str] | None
-    ) -> ResponseDesc | None:
+    ) -> msg.ResponseDesc | None:
         if response is None:
             return None
         error = response._error
         if error is not None:
-            return ErrorDesc(error.code().value, error.message())
+            return msg.ErrorDesc(error.code().value, error.message())
         outputs = response._outputs
         if wanted is not None:
             outputs = [t for t in outputs if t._name in wanted]
-        return OutputsDesc(self.block_out(outputs), response._parameters or None)
+        return msg.OutputsDesc(self.block_out(outputs), response._parameters or None)
 
     def answer_client(
         self, answer: Any, response: InferenceResponse, wanted: set[str] | None
-    ) -> AnsweredDesc | None:
+    ) -> msg.AnsweredDesc | None:
         """Write a successful answer to the client's connection itself (``answer``: the
         connection's key and the front's spec); None: the server answers."""
         if response._error is not None or threading.get_ident() != self._main:
@@ -428,18 +390,18 @@ class Worker:
         if size > DIRECT_MAX:
             return None
         rest = writer.write(sock, spec, response._parameters or None, outputs, 2 * DIRECT_MAX)
-        return None if rest is None else AnsweredDesc(rest)
+        return None if rest is None else msg.AnsweredDesc(rest)
 
     def close_connection(self, key: int) -> None:
         held = self.connections.pop(key, None)
         if held is not None:
             held[0].close()
 
-    def decode_response(self, desc: ResponseDesc | None) -> InferenceResponse | None:
+    def decode_response(self, desc: msg.ResponseDesc | None) -> InferenceResponse | None:
         match desc:
-            case ErrorDesc(code, message):
+            case msg.ErrorDesc(code, message):
                 return InferenceResponse(error=TritonError(message, ErrorCode(code)))
-            case OutputsDesc(block, parameters):
+            case msg.OutputsDesc(block, parameters):
                 out = InferenceResponse(self.block_in(block))
                 if parameters:
                     out._parameters = parameters
@@ -448,7 +410,9 @@ class Worker:
 
     # ------------------------------------------------------------------ answers
 
-    def respond(self, link: _Link, desc: ResponseDesc | None, final: bool, failed: bool) -> None:
+    def respond(
+        self, link: _Link, desc: msg.ResponseDesc | None, final: bool, failed: bool
+    ) -> None:
         batch = self._batch
         if (
             batch is not None
@@ -456,47 +420,47 @@ class Worker:
             and not link.decoupled
             and threading.get_ident() == self._main
         ):
-            batch.append(Final(link.token, desc, failed))
+            batch.append(msg.Final(link.token, desc, failed))
             return
-        self.channel.send(Streamed(link.token, desc, final, failed))
+        self.channel.send(msg.Streamed(link.token, desc, final, failed))
 
     def bls(self, request: InferenceRequest, decoupled: bool) -> _runtime.ResponseStream:
         call_id = self._new_call()
         stream = _runtime.ResponseStream(self.channel.wait_until)
-        stream.cancel_hook = lambda: self.channel.send(BlsCancel(call_id))
+        stream.cancel_hook = lambda: self.channel.send(msg.BlsCancel(call_id))
         self._streams[call_id] = stream
         tensors = self.block_out(request._inputs)
-        carried = BlsRequest(
+        carried = msg.BlsRequest(
             request._request_id, request._correlation_id, request._flags, request._timeout,
             request._param_dict, sorted(request._requested), tensors,
         )  # fmt: skip
         self.channel.send(
-            Bls(call_id, request._model_name, request._model_version, decoupled, carried)
+            msg.Bls(call_id, request._model_name, request._model_version, decoupled, carried)
         )
         return stream
 
     # ------------------------------------------------------------------ roles
 
-    def setup(self, m: Setup) -> None:
+    def setup(self, m: msg.Setup) -> None:
         self.channel.poll = MessagePoll(m.spin_us)
         self.outputs = Producer(
             m.shm_prefix,
             m.shm_default,
             m.shm_growth,
             self.channel.send_segment,
-            lambda sid: self.channel.send(DropSegment(sid)),
+            lambda sid: self.channel.send(msg.DropSegment(sid)),
         )
 
-    def run_autocomplete(self, m: AutoComplete) -> None:
+    def run_autocomplete(self, m: msg.AutoComplete) -> None:
         try:
             cls, _ = load_model_class(Path(m.model_dir), m.version, m.filename, own_process=True)
             completed = auto_complete(cls, m.model_name, m.config_json)
         except ModelError as e:
-            self.channel.send(InitError(str(e)))
+            self.channel.send(msg.InitError(str(e)))
             return
-        self.channel.send(AutoCompleted(completed))
+        self.channel.send(msg.AutoCompleted(completed))
 
-    def run_instance(self, m: Init) -> None:
+    def run_instance(self, m: msg.Init) -> None:
         self.instance_name = m.instance_name
         _runtime.install(WorkerRuntime(self))
         try:
@@ -507,23 +471,23 @@ class Worker:
             self.host = host
             host.initialize(m.args)
         except ModelError as e:
-            self.channel.send(InitError(str(e)))
+            self.channel.send(msg.InitError(str(e)))
             return
         # what lives on after initialize (modules, the model) is left out of the
         # collector's scans from now on
         gc.freeze()
-        self.channel.send(Ready(os.getpid(), host.has_ready_hook()))
+        self.channel.send(msg.Ready(os.getpid(), host.has_ready_hook()))
         while True:
             match self.channel.next_main():
-                case Exec(batch_id, requests):
+                case msg.Exec(batch_id, requests):
                     self.execute(batch_id, requests)
-                case IsReady(call_id):
-                    self.channel.send(ReadyAnswer(call_id, host.is_ready()))
-                case DropConnection(key):
+                case msg.IsReady(call_id):
+                    self.channel.send(msg.ReadyAnswer(call_id, host.is_ready()))
+                case msg.DropConnection(key):
                     self.close_connection(key)
-                case Fini():
+                case msg.Fini():
                     host.finalize()
-                    self.channel.send(FiniDone())
+                    self.channel.send(msg.FiniDone())
                     return
 
     def _block(self, fut: Any) -> Any:
@@ -531,7 +495,7 @@ class Worker:
         self.channel.wait_until(fut.done, wakeable=True)
         return fut.result()
 
-    def execute(self, batch_id: int, descs: list[ExecRequest]) -> None:
+    def execute(self, batch_id: int, descs: list[msg.ExecRequest]) -> None:
         host = self.host
         assert host is not None
         decoupled = host.decoupled
@@ -550,14 +514,14 @@ class Worker:
                     _Link(self, d.token, decoupled, wanted, d.answer),
                 )
             )
-        batch: list[Final] = []
+        batch: list[msg.Final] = []
         self._batch = batch
         try:
             rescheduled = host.execute(requests)
         finally:
             self._batch = None
         del requests
-        self.channel.send(Done(batch_id, batch, rescheduled))
+        self.channel.send(msg.Done(batch_id, batch, rescheduled))
 
 
 def _die_with_parent() -> None:
@@ -588,12 +552,12 @@ def main(argv: list[str], codec: ReplyCodec | None = None) -> int:
     try:
         while True:
             match channel.next_main():
-                case Setup() as setup:
+                case msg.Setup() as setup:
                     worker.setup(setup)
-                case AutoComplete() as auto:
+                case msg.AutoComplete() as auto:
                     worker.run_autocomplete(auto)
                     return 0
-                case Init() as init:
+                case msg.Init() as init:
                     worker.run_instance(init)
                     return 0
     except BaseException:
