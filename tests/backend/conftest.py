@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -41,3 +42,13 @@ def ours(servers: Start, isolation: str) -> Start:
         return servers(repo, f"--python-isolation={isolation}", *flags)
 
     return start
+
+
+def until(check: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Whether ``check()`` turns true within ``timeout`` seconds (polled every 20 ms)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return False

@@ -25,7 +25,7 @@ from tritonhttp.server.backends.python import _direct, _worker
 from tritonhttp.server.backends.python._messages import AnsweredDesc
 from tritonhttp.server.front import _answer, _reply
 
-from .conftest import Start
+from .conftest import Start, until
 
 MODEL = """
 import numpy as np
@@ -203,15 +203,6 @@ def _workers(server: _launch.BundledServer) -> list[int]:
     return out
 
 
-def _until(check: Any, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return False
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
 def test_a_worker_holds_a_connection_only_while_it_is_open(
     both: dict[str, _launch.BundledServer],
@@ -226,7 +217,7 @@ def test_a_worker_holds_a_connection_only_while_it_is_open(
     gained = {pid: _sockets_of(pid) - before[pid] for pid in workers}
     assert 1 <= sum(map(len, gained.values())) <= 2  # (either instance may have answered)
     sock.close()
-    assert _until(lambda: all(not (_sockets_of(p) & gained[p]) for p in workers))
+    assert until(lambda: all(not (_sockets_of(p) & gained[p]) for p in workers))
 
 
 def test_the_server_closes_a_connection_a_busy_worker_still_holds(
@@ -294,7 +285,7 @@ def test_many_connections_at_once(both: dict[str, _launch.BundledServer]) -> Non
         for sock in socks:
             sock.close()
     for pid in _workers(server):
-        assert _until(lambda p=pid: len(_sockets_of(p)) < 20)
+        assert until(lambda p=pid: len(_sockets_of(p)) < 20)
 
 
 def _stats(server: _launch.BundledServer) -> dict[str, Any]:
@@ -331,7 +322,7 @@ def test_requests_sent_ahead_to_busy_workers(both: dict[str, _launch.BundledServ
     assert not failures, failures[:3]
     n = clients * rounds
     # (a worker answers the client before the server records the request)
-    assert _until(lambda: _stats(server)["inference_count"] - before["inference_count"] == n)
+    assert until(lambda: _stats(server)["inference_count"] - before["inference_count"] == n)
     after = _stats(server)
     assert after["execution_count"] - before["execution_count"] == n
     stats = {

@@ -13,8 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from tritonhttp.server import _launch
 from tritonhttp.server.backends.python import _forkserver, _process
 
 from ._http import infer, output
+from .conftest import until
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="workers are forked on Linux only"
@@ -92,15 +92,6 @@ def _gone(pid: int) -> bool:
     return state in ("Z", "X")
 
 
-def _until(check: Callable[[], bool], timeout: float = WAIT_S) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_a_forked_worker_runs_under_the_zygote_with_the_servers_output() -> None:
     w = _spawn()
     assert w is not None
@@ -118,7 +109,7 @@ def test_a_forked_worker_runs_under_the_zygote_with_the_servers_output() -> None
         w.close()  # the worker's channel closes: it exits, and the zygote reports how
         assert isinstance(w.handle.wait(WAIT_S), int)
         assert w.handle.poll() == w.handle.returncode
-        assert _until(lambda: _gone(pid))
+        assert until(lambda: _gone(pid), WAIT_S)
     finally:
         w.close()
 
@@ -178,7 +169,7 @@ def test_workers_die_with_the_zygote_and_a_new_one_takes_over() -> None:
         zygote = _ppid(pid)
         os.kill(zygote, signal.SIGKILL)
         assert w.handle.wait(WAIT_S) == -signal.SIGKILL
-        assert _until(lambda: _gone(pid))
+        assert until(lambda: _gone(pid), WAIT_S)
         again = _spawn()
         assert again is not None
         try:
@@ -199,7 +190,7 @@ def test_close_ends_the_zygote_and_its_workers() -> None:
         assert w.handle.poll() is None and not _gone(zygote)
         _forkserver.close()
         assert w.handle.poll() == -signal.SIGKILL
-        assert _until(lambda: _gone(pid) and _gone(zygote))
+        assert until(lambda: _gone(pid) and _gone(zygote), WAIT_S)
     finally:
         w.close()
 
@@ -223,7 +214,7 @@ def test_an_idle_zygote_is_closed_on_request() -> None:
     w.close()
     w.handle.wait(WAIT_S)
     _forkserver.close(idle_only=True)
-    assert _until(lambda: _gone(zygote))
+    assert until(lambda: _gone(zygote), WAIT_S)
 
 
 def test_the_zygote_and_its_workers_die_with_the_server() -> None:
@@ -240,7 +231,7 @@ def test_the_zygote_and_its_workers_die_with_the_server() -> None:
         assert _ppid(zygote) == holder.pid
         holder.kill()
         holder.wait(WAIT_S)
-        assert _until(lambda: _gone(zygote) and _gone(pid))
+        assert until(lambda: _gone(zygote) and _gone(pid), WAIT_S)
     finally:
         if holder.poll() is None:
             holder.kill()
@@ -333,6 +324,6 @@ def test_a_server_forks_its_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         assert "printer to stderr" in log
         server.process.kill()
         server.process.wait(WAIT_S)
-        assert _until(lambda: all(_gone(p) for p in (zygote, worker, worker2)))
+        assert until(lambda: all(_gone(p) for p in (zygote, worker, worker2)), WAIT_S)
     finally:
         server.stop()

@@ -42,6 +42,7 @@ _NESTED: dict[type[Any], dict[str, Any]] = {
     m.Streamed: {"response": _DESC},
     m.BlsResponse: {"response": _DESC},
     m.Bls: {"request": st.builds(m.BlsRequest, *[_VALUE] * len(m.BlsRequest._fields))},
+    m.DoneAnswered: {"batch_id": _INT, "token": _INT},
 }
 MESSAGE_TYPES: list[type[Any]] = list(typing.get_args(m.Message))
 
@@ -116,3 +117,22 @@ def test_the_main_thread_messages_are_the_server_s_orders() -> None:
     descriptors are routed by whichever thread reads the socket."""
     assert m.Exec in m.MAIN_THREAD and m.Fini in m.MAIN_THREAD
     assert m.CallResult not in m.MAIN_THREAD and m.Segment not in m.MAIN_THREAD
+
+
+def test_done_answered_travels_packed_and_small() -> None:
+    """The message most requests end with is packed (the length's top bit set); it comes
+    back the same record, and pickled messages never carry the bit."""
+    frame = m.encode(m.DoneAnswered(12, 34))
+    head = int.from_bytes(frame[:4], "little")
+    assert head >> 31 == 1 and head & 0x7FFFFFFF == len(frame) - 4 == 16
+    (back,) = m.FrameReader().feed(frame)
+    assert type(back) is m.DoneAnswered and back == (12, 34)
+    assert m.encode(m.Done(12, [m.Final(34, m.AnsweredDesc(b""), False)], [False]))[3] >> 7 == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(batch=_INT, requests=_NESTED[m.Exec]["requests"])
+def test_encode_exec_is_encode_of_the_exec_record(batch: int, requests: list[Any]) -> None:
+    """The server's shortcut for its one message per batch frames the very bytes of the
+    record it stands for."""
+    assert m.encode_exec(batch, requests) == m.encode(m.Exec(batch, requests))

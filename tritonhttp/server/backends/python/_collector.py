@@ -11,31 +11,40 @@ are Triton's:
   stream (a warm-up request) the first error is kept, as Triton reports a failed
   warm-up with its first error;
 * a request whose execution failed is counted as a failure (``InferResponse.failed``).
+
+:class:`SharedCheck` is the readiness rule both modes share: concurrent ``is_ready``
+checks of one instance share one call of the model's ``is_ready()``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from ...core._types import InferRequest, InferResponse
 
-__all__ = ["Collector", "collect"]
+__all__ = ["Collector", "SharedCheck", "collect", "collected"]
 
 
 class Collector:
     """One request's responses. ``lock``: given when responses may come from another
-    thread, which then sets :attr:`result` itself while the loop does not wait yet."""
+    thread, which then sets :attr:`result` itself while the loop does not wait yet;
+    ``token``: what names the request to the process that runs it, if another does."""
 
-    __slots__ = ("decoupled", "failed", "lock", "req", "result", "waiter")
+    __slots__ = ("decoupled", "failed", "lock", "req", "result", "token", "waiter")
 
     def __init__(
-        self, req: InferRequest, decoupled: bool, lock: threading.Lock | None = None
+        self,
+        req: InferRequest,
+        decoupled: bool,
+        lock: threading.Lock | None = None,
+        token: int = 0,
     ) -> None:
         self.req = req
         self.decoupled = decoupled
         self.lock = lock
+        self.token = token
         self.result: InferResponse | None = None
         self.waiter: asyncio.Future[InferResponse] | None = None
         self.failed = False
@@ -64,6 +73,33 @@ class Collector:
         self.put(error, True, True)
 
 
+def _ready(c: Collector, rescheduled: bool) -> InferResponse | None:
+    """The core's response to ``c``'s request if it is there (None: still on its way)."""
+    if rescheduled:
+        return InferResponse(rescheduled=True)
+    if c.decoupled:
+        return c.result or InferResponse(failed=c.failed)
+    return c.result
+
+
+def collected(
+    collectors: Sequence[Collector], rescheduled: list[bool] | None
+) -> list[InferResponse] | None:
+    """:func:`collect`'s answer when every response is there already (the usual case: no
+    coroutine to run); None when one is still on its way."""
+    out: list[InferResponse] = []
+    for i, c in enumerate(collectors):
+        if rescheduled is not None and rescheduled[i]:
+            out.append(InferResponse(rescheduled=True))
+        elif c.result is not None:
+            out.append(c.result)
+        elif c.decoupled:
+            out.append(InferResponse(failed=c.failed))
+        else:
+            return None
+    return out
+
+
 async def collect(
     collectors: Sequence[Collector], rescheduled: list[bool] | None
 ) -> list[InferResponse]:
@@ -71,12 +107,8 @@ async def collect(
     (``rescheduled``: the RESCHEDULE flag per request, None: none was)."""
     out: list[InferResponse] = []
     for i, c in enumerate(collectors):
-        if rescheduled is not None and rescheduled[i]:
-            out.append(InferResponse(rescheduled=True))
-        elif c.decoupled:
-            out.append(c.result or InferResponse(failed=c.failed))
-        else:
-            out.append(c.result or await _final(c))
+        r = _ready(c, rescheduled is not None and rescheduled[i])
+        out.append(r if r is not None else await _final(c))
     return out
 
 
@@ -93,3 +125,18 @@ async def _final(c: Collector) -> InferResponse:
         c.waiter = waiter
     c.result = await waiter
     return c.result
+
+
+class SharedCheck:
+    """One readiness check of an instance at a time; callers meanwhile share its answer."""
+
+    __slots__ = ("_running",)
+
+    def __init__(self) -> None:
+        self._running: asyncio.Future[bool | None] | None = None
+
+    async def run(self, check: Callable[[], Awaitable[bool | None]]) -> bool | None:
+        """``check()``'s answer, from the call under way if there is one."""
+        if self._running is None or self._running.done():
+            self._running = asyncio.ensure_future(check())
+        return await asyncio.shield(self._running)

@@ -14,7 +14,7 @@ import time
 from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
 
 from ...core._types import ExecutionTimes, InferRequest, InferResponse
-from ._collector import Collector, collect
+from ._collector import Collector, SharedCheck, collect, collected
 from ._convert import core_error, core_response, pb_request, pb_tensor, requested_names
 from ._execution import ModelHost
 from ._runner import InstanceRunner
@@ -86,7 +86,7 @@ class InProcessInstance:
         self._decoupled = host.decoupled
         self._runner = runner
         self._services = services
-        self._ready_check: asyncio.Future[bool | None] | None = None
+        self._ready_check = SharedCheck()
 
     async def execute(
         self, requests: list[InferRequest], times: ExecutionTimes
@@ -124,19 +124,18 @@ class InProcessInstance:
             runner.never_inline()
         t2 = time.monotonic_ns()
         times.infer_ns = t2 - t1
-        out = await collect([link.collector for link in links], flags)
+        collectors = [link.collector for link in links]
+        out = collected(collectors, flags) or await collect(collectors, flags)
         times.output_ns = time.monotonic_ns() - t2
         return out
 
     async def is_ready(self) -> bool | None:
         """The model's own ``is_ready()`` answer (None: it has none); concurrent checks
         share one call."""
-        if self._ready_check is None or self._ready_check.done():
-            loop = asyncio.get_running_loop()
-            self._ready_check = asyncio.ensure_future(
-                loop.run_in_executor(None, self.host.is_ready)
-            )
-        return await asyncio.shield(self._ready_check)
+        return await self._ready_check.run(self._ask_ready)
+
+    async def _ask_ready(self) -> bool | None:
+        return await asyncio.get_running_loop().run_in_executor(None, self.host.is_ready)
 
     async def finalize(self) -> None:
         await self._runner.run(self.host.finalize, may_inline=False)

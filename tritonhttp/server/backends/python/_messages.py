@@ -6,6 +6,10 @@ dispatch on it (``match``). On the socket a message travels as the plain tuple
 pickled and framed by a 4-byte little-endian length: pickling named tuples themselves
 costs several times more than plain ones, and this channel carries every request.
 
+One message is packed with :mod:`struct` instead, flagged by the top bit of its frame's
+length: :class:`DoneAnswered`, the end of a one-request batch whose answer the worker
+wrote to the client, the message most requests end with.
+
 Segment descriptors (:class:`Segment`) and client connections (:class:`Connection`)
 come with a file descriptor on the second socket (``SCM_RIGHTS``, :mod:`._ipc`).
 
@@ -33,6 +37,7 @@ __all__ = [
     "CallResult",
     "Connection",
     "Done",
+    "DoneAnswered",
     "DropConnection",
     "DropSegment",
     "ErrorDesc",
@@ -58,12 +63,19 @@ __all__ = [
     "Setup",
     "Streamed",
     "encode",
+    "encode_exec",
 ]
 
 _LEN = struct.Struct("<I")
+#: the top bit of a frame's length: the message is packed, not pickled
+_PACKED = 1 << 31
 #: the largest pickled message a frame can carry
-MAX_FRAME = (1 << 31) - 1
+MAX_FRAME = _PACKED - 1
+#: a packed DoneAnswered: batch id, token
+_DONE_ANSWERED = struct.Struct("<qq")
 _new = tuple.__new__
+_dumps = pickle.dumps
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 # ---------------------------------------------------------------- response descriptors
 
@@ -250,6 +262,14 @@ class Done(NamedTuple):
     rescheduled: list[bool] | None
 
 
+class DoneAnswered(NamedTuple):
+    """A one-request batch's ``execute`` returned, the worker wrote its answer to the
+    client in full, and the request was not rescheduled (a :class:`Done` in short)."""
+
+    batch_id: int
+    token: int
+
+
 class Streamed(NamedTuple):
     """A response sent outside the batch's return (decoupled models, other threads)."""
 
@@ -338,8 +358,8 @@ class FiniDone(NamedTuple):
 Message = (
     Setup | Init | AutoComplete | Exec | IsReady | Fini | CallResult | BlsResponse | Segment
     | DropSegment | Connection | DropConnection | Ready | InitError | AutoCompleted | Done
-    | Streamed | Log | MetricOp | Call | Bls | BlsCancel | FamilyDelete | MetricDelete
-    | ReadyAnswer | FiniDone
+    | DoneAnswered | Streamed | Log | MetricOp | Call | Bls | BlsCancel | FamilyDelete
+    | MetricDelete | ReadyAnswer | FiniDone
 )  # fmt: skip
 
 #: the messages a worker's main thread handles (any thread reading the socket routes the
@@ -398,11 +418,12 @@ def _build_bls(w: Any) -> Bls:
 _ALL: tuple[type[Message], ...] = (
     Setup, Init, AutoComplete, Exec, IsReady, Fini, CallResult, BlsResponse, Segment,
     DropSegment, Connection, DropConnection, Ready, InitError, AutoCompleted, Done,
-    Streamed, Log, MetricOp, Call, Bls, BlsCancel, FamilyDelete, MetricDelete,
+    DoneAnswered, Streamed, Log, MetricOp, Call, Bls, BlsCancel, FamilyDelete, MetricDelete,
     ReadyAnswer, FiniDone,
 )  # fmt: skip
 #: message type -> its number on the wire
 _KIND_OF: dict[type[Any], int] = {c: i for i, c in enumerate(_ALL)}
+_EXEC_KIND = _KIND_OF[Exec]
 #: message type -> its fields as plain tuples (records with nested records only)
 _FLATTEN: dict[type[Any], _Flatten] = {
     Exec: _flat_exec,
@@ -422,14 +443,31 @@ _BUILDERS: dict[type[Any], _Build] = {
 _BUILD: tuple[_Build, ...] = tuple(_BUILDERS.get(c) or functools.partial(_new, c) for c in _ALL)
 
 
-def encode(message: Message) -> bytes:
-    """One framed message."""
-    flatten = _FLATTEN.get(type(message))
-    fields = flatten(message) if flatten is not None else tuple(message)
-    payload = pickle.dumps((_KIND_OF[type(message)], fields), protocol=pickle.HIGHEST_PROTOCOL)
+def _frame(payload: bytes) -> bytes:
     if len(payload) > MAX_FRAME:
         raise ValueError(f"a control message of {len(payload)} bytes is over the 2 GiB limit")
     return _LEN.pack(len(payload)) + payload
+
+
+def encode(message: Message) -> bytes:
+    """One framed message."""
+    cls = type(message)
+    if cls is DoneAnswered:
+        return _LEN.pack(_DONE_ANSWERED.size | _PACKED) + _DONE_ANSWERED.pack(*message)
+    flatten = _FLATTEN.get(cls)
+    fields = flatten(message) if flatten is not None else tuple(message)
+    return _frame(_dumps((_KIND_OF[cls], fields), _PROTOCOL))
+
+
+def encode_exec(batch_id: int, requests: list[ExecRequest]) -> bytes:
+    """``encode(Exec(batch_id, requests))``, without making the record first (the server
+    sends one per batch)."""
+    return _frame(_dumps((_EXEC_KIND, (batch_id, [tuple(r) for r in requests])), _PROTOCOL))
+
+
+def _unpack(payload: Any) -> DoneAnswered:
+    done: DoneAnswered = _new(DoneAnswered, _DONE_ANSWERED.unpack_from(payload))
+    return done
 
 
 def _decode(payload: Any) -> Message:
@@ -448,18 +486,22 @@ class FrameReader:
 
     def feed(self, data: bytes) -> list[Message]:
         if not self._buf and len(data) >= 4:
-            (size,) = _LEN.unpack_from(data)
-            if size == len(data) - 4:  # (the usual case: one whole message)
+            (head,) = _LEN.unpack_from(data)
+            if head & MAX_FRAME == len(data) - 4:  # (the usual case: one whole message)
+                if head & _PACKED:
+                    return [_unpack(memoryview(data)[4:])]
                 return [_decode(memoryview(data)[4:])]
         buf = self._buf + data if self._buf else data
         out = []
         pos = 0
         end = len(buf)
         while end - pos >= 4:
-            (size,) = _LEN.unpack_from(buf, pos)
+            (head,) = _LEN.unpack_from(buf, pos)
+            size = head & MAX_FRAME
             if end - pos - 4 < size:
                 break
-            out.append(_decode(buf[pos + 4 : pos + 4 + size]))
+            payload = buf[pos + 4 : pos + 4 + size]
+            out.append(_unpack(payload) if head & _PACKED else _decode(payload))
             pos += 4 + size
         self._buf = buf[pos:] if pos < end else b""
         return out

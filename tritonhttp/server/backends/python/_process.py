@@ -38,7 +38,7 @@ from ...core._types import ExecutionTimes, InferRequest, InferResponse, InputTen
 from . import _forkserver
 from . import _messages as msg
 from ._arena import Consumer, Producer
-from ._collector import Collector, collect
+from ._collector import Collector, SharedCheck, collect, collected
 from ._convert import params_json
 from ._direct import DIRECT_CONNECTIONS, DirectReply
 from ._ipc import DTYPES, read_block, recv_fd, send_fd, write_block
@@ -185,9 +185,12 @@ class WorkerProcess:
 
     def send(self, message: msg.Message) -> None:
         """Queue a control message (written at once when the socket takes it)."""
+        self.send_frame(msg.encode(message))
+
+    def send_frame(self, data: bytes) -> None:
+        """Queue an encoded control message."""
         if not self.alive or self._sock is None:
             return
-        data = msg.encode(message)
         if self._writing:
             self._out.append(memoryview(data))
             return
@@ -378,7 +381,7 @@ class ProcessInstance:
         self.pid = 0
         #: times this instance's worker was replaced
         self.restarts = 0
-        self._ready_check: asyncio.Future[bool | None] | None = None
+        self._ready_check = SharedCheck()
         self._last_end = 0
         self._last_rtt = 0
         self._ready_hook = False
@@ -413,6 +416,11 @@ class ProcessInstance:
 
     def _message(self, m: msg.Message) -> None:
         match m:
+            case msg.DoneAnswered(batch_id, token):
+                c = self._pending.get(token)
+                if c is not None:
+                    c.put(InferResponse(answered=True), True)
+                self._batch_ended(batch_id, [False])
             case msg.Done():
                 self._done(m)
             case msg.Streamed(token, desc, final, failed):
@@ -475,7 +483,11 @@ class ProcessInstance:
             c = pending.get(token)
             if c is not None:
                 c.put(self._response(desc, failed), True, failed)
-        entry = self._batches.pop(m.batch_id, None)
+        self._batch_ended(m.batch_id, m.rescheduled)
+
+    def _batch_ended(self, batch_id: int, rescheduled: list[bool] | None) -> None:
+        """The worker's ``execute`` of a batch returned: the next batch sent ahead begins."""
+        entry = self._batches.pop(batch_id, None)
         batches = self._batches
         if batches:
             # a batch sent ahead begins now: its stub timeout and its times count from here
@@ -487,7 +499,7 @@ class ProcessInstance:
             deadline = asyncio.get_running_loop().time() + self._settings.stub_timeout_s
             batches[ahead] = _Batch(fut, deadline, on_free)
         if entry is not None and not entry.done.done():
-            entry.done.set_result(m.rescheduled)
+            entry.done.set_result(rescheduled)
             if entry.on_free is not None:
                 # the worker is free: its next batch goes out now, ahead of whatever the
                 # loop has queued (this batch's answers included). (That execute never
@@ -717,7 +729,14 @@ class ProcessInstance:
         if len(self._batches) == 1:
             self._busy_since = t1
         times.input_ns = t1 - t0
-        rescheduled = await self._await_done(worker, done, t0, t1, requests[0].start_ns)
+        poll = self._poll
+        poll.active += 1
+        try:
+            if self._settings.busy_wait_us:
+                self._poll_for(worker, done, t0, t1, requests[0].start_ns)
+            rescheduled = await done
+        finally:
+            poll.active -= 1
         t2 = time.monotonic_ns()
         began = self._began.pop(batch_id, t1) if self._began else t1
         if began > t1:  # sent ahead: it waited in the worker behind another batch
@@ -726,7 +745,7 @@ class ProcessInstance:
             began = t1
         times.infer_ns = t2 - began
         self._last_rtt = t2 - began
-        out = await collect(collectors, rescheduled)
+        out = collected(collectors, rescheduled) or await collect(collectors, rescheduled)
         if not self._decoupled:
             for c in collectors:
                 self._pending.pop(c.token, None)
@@ -736,17 +755,17 @@ class ProcessInstance:
 
     def _send_batch(
         self, worker: WorkerProcess, batch_id: int, requests: list[InferRequest]
-    ) -> list[_Collector]:
+    ) -> list[Collector]:
         """Send the batch to the worker; a collector per request, registered as pending."""
         inputs = worker.inputs
         assert inputs is not None
         outputs = self._outputs
         decoupled = self._decoupled
-        collectors: list[_Collector] = []
+        collectors: list[Collector] = []
         wire: list[msg.ExecRequest] = []
         for req in requests:
             token = next(self._tokens)
-            c = _Collector(req, decoupled, token)
+            c = Collector(req, decoupled, token=token)
             self._pending[token] = c
             collectors.append(c)
             block = write_block(
@@ -754,46 +773,39 @@ class ProcessInstance:
             )
             wanted = tuple(req.requested_outputs) if req.requested_outputs else outputs
             answer = None
-            if req.reply is not None:
-                reply = cast(DirectReply, req.reply)
-                if worker.hold(reply):
-                    answer = (reply.key, reply.answer)
+            reply: DirectReply | None = req.reply  # type: ignore[assignment]
+            if reply is not None and worker.hold(reply):
+                answer = (reply.key, reply.answer)
             wire.append(
                 msg.ExecRequest(token, req.id, req.correlation_id, req.flags, req.timeout_us,
                             params_json(req), wanted, block, answer)
             )  # fmt: skip
-        worker.send(msg.Exec(batch_id, wire))
+        worker.send_frame(msg.encode_exec(batch_id, wire))
         return collectors
 
-    async def _await_done(
+    def _poll_for(
         self,
         worker: WorkerProcess,
         done: asyncio.Future[list[bool] | None],
         t0: int,
         t1: int,
         accepted_ns: int,
-    ) -> list[bool] | None:
-        """The batch's RESCHEDULE flags once the worker's ``execute`` returned (None: it
-        failed as a whole), polling for a quick model's answer (:class:`ReplyPoll`)."""
+    ) -> None:
+        """Poll for a quick model's answer (:class:`ReplyPoll`) before ``done`` is awaited:
+        inline for a lone request, else by keeping the loop turning."""
         poll = self._poll
         budget = poll.budget_ns(self._settings.busy_wait_us, self._last_rtt)
-        poll.active += 1
-        try:
-            if budget:
-                if poll.inline(t0, self._last_end, accepted_ns):
-                    poll.poll_inline(worker.read_now, done, t1 + budget)
-                else:
-                    stay_awake(asyncio.get_running_loop(), done, t1 + budget)
-            return await done
-        finally:
-            poll.active -= 1
+        if not budget:
+            return
+        if poll.inline(t0, self._last_end, accepted_ns):
+            poll.poll_inline(worker.read_now, done, t1 + budget)
+        else:
+            stay_awake(asyncio.get_running_loop(), done, t1 + budget)
 
     async def is_ready(self) -> bool | None:
         """The model's own ``is_ready()`` (None: it has none); False when unhealthy.
         Concurrent checks share one call."""
-        if self._ready_check is None or self._ready_check.done():
-            self._ready_check = asyncio.ensure_future(self._ask_ready())
-        return await asyncio.shield(self._ready_check)
+        return await self._ready_check.run(self._ask_ready)
 
     async def _ask_ready(self) -> bool | None:
         worker = self._worker
@@ -837,16 +849,6 @@ class ProcessInstance:
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
-class _Collector(Collector):
-    """A request's collector, with the token that names it to the worker."""
-
-    __slots__ = ("token",)
-
-    def __init__(self, req: InferRequest, decoupled: bool, token: int) -> None:
-        super().__init__(req, decoupled)
-        self.token = token
 
 
 async def run_auto_complete(

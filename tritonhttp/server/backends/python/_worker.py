@@ -521,6 +521,11 @@ class Worker:
         finally:
             self._batch = None
         del requests
+        if len(batch) == 1 and rescheduled == [False]:
+            token, desc, failed = batch[0]
+            if not failed and type(desc) is msg.AnsweredDesc and not desc.rest:
+                self.channel.send(msg.DoneAnswered(batch_id, token))
+                return
         self.channel.send(msg.Done(batch_id, batch, rescheduled))
 
 
