@@ -82,6 +82,24 @@ DEVICES = (
         loads=((INFER, ADD_BODY, 16), (INFER, ADD_BODY, 64)),
     ),
     Device(
+        "eager-handover",
+        "a freed instance starts its next queued request inside the hand-over",
+        (),
+        off_patch=(
+            "from tritonhttp.server.core._scheduler import FifoScheduler\n"
+            "FifoScheduler._start = lambda self, inst, item: self._spawn(\n"
+            "    self._run_item(inst, item))\n"
+        ),
+        loads=((INFER, ADD_BODY, 16), (INFER, ADD_BODY, 64)),
+    ),
+    Device(
+        "inline-blocks",
+        "small tensors ride inside the control message (server to worker; the worker's "
+        "own side is left on)",
+        (),
+        off_patch="from tritonhttp.server.backends.python import _ipc\n_ipc.INLINE = -1\n",
+    ),
+    Device(
         "http-poll",
         "the HTTP server polls for a quick client's next request (--http-busy-wait-us)",
         (IN_PROCESS,),

@@ -43,6 +43,13 @@ _NESTED: dict[type[Any], dict[str, Any]] = {
     m.BlsResponse: {"response": _DESC},
     m.Bls: {"request": st.builds(m.BlsRequest, *[_VALUE] * len(m.BlsRequest._fields))},
     m.DoneAnswered: {"batch_id": _INT, "token": _INT},
+    m.ExecUnparsed: {
+        "batch_id": st.integers(),
+        "token": st.integers(),
+        "header_len": st.integers(),
+        "body": st.binary(max_size=100) | _VALUE,
+        "key": st.integers(),
+    },
 }
 MESSAGE_TYPES: list[type[Any]] = list(typing.get_args(m.Message))
 
@@ -124,7 +131,7 @@ def test_done_answered_travels_packed_and_small() -> None:
     back the same record, and pickled messages never carry the bit."""
     frame = m.encode(m.DoneAnswered(12, 34))
     head = int.from_bytes(frame[:4], "little")
-    assert head >> 31 == 1 and head & 0x7FFFFFFF == len(frame) - 4 == 16
+    assert head >> 31 == 1 and head & 0x7FFFFFFF == len(frame) - 4 == 17
     (back,) = m.FrameReader().feed(frame)
     assert type(back) is m.DoneAnswered and back == (12, 34)
     assert m.encode(m.Done(12, [m.Final(34, m.AnsweredDesc(b""), False)], [False]))[3] >> 7 == 0
@@ -136,3 +143,15 @@ def test_encode_exec_is_encode_of_the_exec_record(batch: int, requests: list[Any
     """The server's shortcut for its one message per batch frames the very bytes of the
     record it stands for."""
     assert m.encode_exec(batch, requests) == m.encode(m.Exec(batch, requests))
+
+
+def test_an_unparsed_request_with_its_body_inline_travels_packed() -> None:
+    body = b'{"inputs":[]}'
+    frame = m.encode(m.ExecUnparsed(12, 34, len(body), body, 56))
+    head = int.from_bytes(frame[:4], "little")
+    assert head >> 31 == 1 and frame.endswith(body) and len(frame) == 4 + 33 + len(body)
+    assert m.FrameReader().feed(frame) == [m.ExecUnparsed(12, 34, len(body), body, 56)]
+    # a body in the arena, or a number past 64 bits: pickled
+    for other in (m.ExecUnparsed(12, 34, 0, (1, 0, 0, 64, []), 56),
+                  m.ExecUnparsed(1 << 70, 34, 0, b"", 56)):  # fmt: skip
+        assert m.encode(other)[3] >> 7 == 0

@@ -1,7 +1,9 @@
 """Admission: Triton's validation of a parsed inference request against a model's config,
 in Triton's order and words, and the decoding of its inputs.
 
-Built from plain data (no protobuf) by :func:`._model.admission_for`.
+Plain data and numpy only (no protobuf): the server checks every request with it, and a
+backend whose own processes take requests unparsed builds one from :meth:`Admission.spec`
+there, to check them the same way.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from ...utils._dtypes import TRITON_TO_NUMPY
 from ._errors import BackendError, CoreError
 from ._types import InferRequest, InputTensor
 
-__all__ = ["Admission"]
+__all__ = ["Admission", "AdmissionSpec"]
 
 #: an input of the config: (name, wire datatype, dims, optional, reshape or None)
 InputEntry = tuple[str, str, list[int], bool, "list[int] | None"]
 #: what builds an :class:`Admission`: (model name, version, max_batch_size, inputs,
 #: output names), picklable
+AdmissionSpec = tuple[str, int, int, list[InputEntry], list[str]]
 
 _BATCH_NOTE = (
     "NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension "
@@ -136,6 +139,13 @@ class Admission:
         self.required = sum(1 for i in inputs if not i[3])
         self.output_names = list(outputs)
         self.outputs = set(outputs)
+        #: ``"model_name":...,"model_version":...`` as response JSON (built once)
+        self.wire_prefix = b""
+        self._spec: AdmissionSpec = (name, version, max_batch, list(inputs), list(outputs))
+
+    def spec(self) -> AdmissionSpec:
+        """What rebuilds this admission elsewhere (``Admission(*spec)``)."""
+        return self._spec
 
     def check(self, req: InferRequest) -> BackendError | None:
         """Validate ``req`` and decode its inputs (raises CoreError, JSON-typed). Returns

@@ -49,6 +49,7 @@ class ModelVersion:
         self.metadata_json = b""
         self.instances: list[ModelInstance] = []
         self.answers_directly = False
+        self.parses_in_backend = False
         self.stats = ModelStats()
         self.decoupled = False
         self.in_flight = 0
@@ -113,6 +114,13 @@ class ModelVersion:
             and self._sequence is None
             and not self.decoupled
             and all(getattr(i, "answers_directly", False) for i in instances)
+        )
+        #: every instance may be handed a request unparsed (in its reply capability): it
+        #: parses and checks it itself, and answers the client or declines
+        self.parses_in_backend = (
+            self.answers_directly
+            and which is None
+            and all(getattr(i, "parses_requests", False) for i in instances)
         )
         self.state = "READY"
         self.reason = ""
@@ -199,6 +207,8 @@ class ModelVersion:
         times = ExecutionTimes(on_free=on_free)
         responses = await inst.execute(requests, times)
         t1 = time.monotonic_ns()
+        if responses and responses[0].declined:  # (an unparsed request executes alone)
+            return responses  # not executed: the front end answers it the usual way
         batch = 0
         for r in requests:
             batch += r.batch_size

@@ -105,6 +105,9 @@ class InferResponse:
     #: but ``rest``, which the front end still has to send
     answered: bool = False
     rest: bytes = b""
+    #: the backend did not take a request handed to it unparsed (through its reply
+    #: capability): it was not executed, and the front end parses and answers it itself
+    declined: bool = False
 
 
 @dataclass(slots=True)

@@ -9,6 +9,7 @@ import contextlib
 import functools
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -36,14 +37,15 @@ from ._http import (
 )
 from ._infer import (
     ParsedInfer,
+    answer_spec,
     answerable_elsewhere,
     compress,
     encode_response,
     inflate,
-    make_reply,
     parse_infer_request,
     pick_encoding,
 )
+from ._reply import reply_for
 
 __all__ = ["HttpFrontend"]
 
@@ -67,6 +69,15 @@ async def _finish(link: DirectLink, rest: bytes) -> None:
     waiting = link.finish(rest)
     if waiting is not None:
         await waiting
+
+
+def _server_only(body: bytearray | memoryview, header_len: int) -> bool:
+    """Whether an infer body's JSON header may ask what only the server does (shared
+    memory, classification): such a body is never handed over unparsed."""
+    head = body if type(body) is bytearray else bytes(body[:header_len])
+    return head.find(b"shared_memory", 0, header_len) >= 0 or (
+        head.find(b"classification", 0, header_len) >= 0
+    )
 
 
 _NOT_FOUND = b'{"error":"Not Found"}'
@@ -540,6 +551,15 @@ class HttpFrontend:
         if read is None:
             return
         body, header_len, accept = read
+        if (
+            model.parses_in_backend
+            and self.forward is None
+            and (not accept or pick_encoding(accept) is None)
+            and ON_DISCONNECT in scope
+            and not _server_only(body, header_len)
+            and await self._infer_unparsed(scope, send, model, body, header_len, accept)
+        ):
+            return
         parsed = parse_infer_request(body, header_len, model, self.core.shm)
         request = parsed.request
         regions = request.regions
@@ -566,6 +586,38 @@ class HttpFrontend:
         finally:
             for region in regions:
                 region.users -= 1
+
+    async def _infer_unparsed(
+        self,
+        scope: Scope,
+        send: Send,
+        model: ModelVersion,
+        body: bytearray | memoryview,
+        header_len: int,
+        accept: bytes | None,
+    ) -> bool:
+        """Hand ``body`` unparsed to the model's backend, whose process parses and checks it
+        as the front would and writes the answer itself (``ModelVersion.parses_in_backend``).
+        False: it declined the request (not plain, not valid, or no connection to share):
+        the front parses it the usual way, with the usual errors and statistics."""
+        share = scope.get(DIRECT)
+        link: DirectLink | None = share() if share is not None else None
+        if link is None:
+            return False
+        request = InferRequest(id="", inputs={})
+        request.start_ns = time.monotonic_ns()
+        request.reply = reply_for(link, None, (body, header_len))
+        response = await _infer_cancelled_on_leaving(scope, model, request)
+        if response.declined:
+            return False
+        if response.answered:
+            await _finish(link, response.rest)
+        elif response.error is not None:  # the model's error
+            await send_error(send, response.error, TEXT)
+        else:  # outputs the backend could not write itself (the body parses: so it does here)
+            parsed = parse_infer_request(body, header_len, model, self.core.shm)
+            await self._answer(scope, send, model, parsed, response, accept)
+        return True
 
     async def _infer_body(
         self, scope: Scope, receive: Receive, send: Send
@@ -644,7 +696,7 @@ class HttpFrontend:
             return None
         link: DirectLink | None = share()
         if link is not None:
-            parsed.request.reply = make_reply(parsed, model, link)
+            parsed.request.reply = reply_for(link, answer_spec(parsed, model))
         return link
 
     async def _answer(

@@ -19,23 +19,22 @@ from ..core._types import (
     OutputTensor,
     ParamValue,
 )
-from ..http._extensions import DirectLink
 from ..support import _json
 from ._answer import AnswerError, binary_data, encode_outputs
 from ._http import parse_json
-from ._reply import AnswerSpec, HttpReply
 
 if TYPE_CHECKING:
+    from ..core._admission import Admission
     from ..core._model import ModelVersion
     from ..core._shm import RegionSlice, SharedMemoryRegistry
 
 __all__ = [
     "OutputSpec",
     "ParsedInfer",
+    "answer_spec",
     "answerable_elsewhere",
     "encode_response",
     "inflate",
-    "make_reply",
     "parse_infer_request",
     "pick_encoding",
 ]
@@ -254,7 +253,7 @@ def _request_parameters(params: Any, req: InferRequest) -> bool:
 def parse_infer_request(
     body: bytearray | memoryview,
     header_len: int,
-    model: ModelVersion,
+    model: ModelVersion | Admission,
     shm: SharedMemoryRegistry | None,
 ) -> ParsedInfer:
     """Parse a (decompressed) infer body; raises CoreError (answered as application/json).
@@ -329,7 +328,7 @@ def _parse_doc(
     doc: Any,
     view: memoryview,
     header_len: int,
-    model: ModelVersion,
+    model: ModelVersion | Admission,
     shm: SharedMemoryRegistry | None,
     fast: bool = True,
 ) -> tuple[ParsedInfer, int]:
@@ -454,7 +453,7 @@ def _params_of(item: Any) -> dict[str, Any]:
 def _parse_input(
     item: Any,
     req: InferRequest,
-    model: ModelVersion,
+    model: ModelVersion | Admission,
     shm: SharedMemoryRegistry | None,
     view: memoryview,
 ) -> tuple[InputTensor, int | None, int]:
@@ -628,7 +627,7 @@ def _classify(out: OutputTensor, k: int, labels: list[str] | None, batching: boo
 _NO_CHOICES: dict[str, bool | None] = {}
 
 
-def _outputs_prefix(req: InferRequest, model: ModelVersion) -> bytes:
+def _outputs_prefix(req: InferRequest, model: ModelVersion | Admission) -> bytes:
     """The answer's JSON header up to the model version (cached per model version)."""
     prefix = model.wire_prefix
     if not prefix:
@@ -715,13 +714,14 @@ def answerable_elsewhere(parsed: ParsedInfer) -> bool:
     return not any(spec.classification for spec in parsed.outputs.values())
 
 
-def make_reply(parsed: ParsedInfer, model: ModelVersion, link: DirectLink) -> HttpReply:
-    """The reply capability for ``parsed`` (:func:`answerable_elsewhere`) on ``link``,
-    handed down to the backend on ``InferRequest.reply``."""
+def answer_spec(
+    parsed: ParsedInfer, model: ModelVersion | Admission
+) -> tuple[bytes, dict[str, bool | None], bool]:
+    """How another process writes ``parsed``'s successful answer (``_reply.AnswerSpec``):
+    the JSON header up to the model version, binary_data per output name, the default."""
     specs = parsed.outputs
     binary = {name: spec.binary for name, spec in specs.items()} if specs else {}
-    answer: AnswerSpec = (_outputs_prefix(parsed.request, model), binary, parsed.binary_default)
-    return HttpReply(link.key, link.fd, link.on_close, (link.json_head, link.binary_head), answer)
+    return (_outputs_prefix(parsed.request, model), binary, parsed.binary_default)
 
 
 def pick_encoding(header: bytes | None) -> str | None:

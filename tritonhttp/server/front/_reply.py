@@ -1,4 +1,4 @@
-"""Answers written to the client by a backend's own process: the front's side of the
+"""Requests answered, and parsed, by a backend's own process: the front's side of the
 "reply" capability.
 
 For a plain ``/infer`` request on a connection the HTTP server can share
@@ -10,7 +10,13 @@ build a writer with :func:`open_writer` from ``HttpReply.writer`` (this module i
 front) and write the successful answer itself. The bytes are the front's own
 (:func:`~._answer.encode_outputs`), so they are the same whoever writes them.
 
-Standard library, numpy and the front's encoder only: a worker process imports it.
+The front may also hand a request over *unparsed* (``HttpReply.unparsed``: its body):
+the backend's process then parses and checks it with :func:`open_parser`'s parser —
+the front's own parsing and the core's admission — or declines it
+(``InferResponse.declined``), and the front parses and answers it as usual.
+
+Imports the front's encoder and, where rapidjson is there, its request parsing: a
+worker process imports this module (an interpreter without rapidjson only writes).
 """
 
 from __future__ import annotations
@@ -18,11 +24,29 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..core._admission import Admission
+from ..core._types import InferRequest
 from ._answer import AnswerError, encode_outputs
 
-__all__ = ["AnswerSpec", "HttpReply", "ReplyWriter", "open_writer"]
+try:
+    from ._infer import answer_spec, answerable_elsewhere, parse_infer_request
+except ImportError:  # pragma: no cover (a model's interpreter without rapidjson)
+    parse_infer_request = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from ..http._extensions import DirectLink
+
+__all__ = [
+    "AnswerSpec",
+    "HttpReply",
+    "ReplyWriter",
+    "RequestParser",
+    "open_parser",
+    "open_writer",
+    "reply_for",
+]
 
 #: how one answer is written: (the JSON header up to the model version, binary_data per
 #: output name, the default for outputs not named)
@@ -37,14 +61,27 @@ class HttpReply:
     ``key`` names the connection (never reused) and ``fd`` is a descriptor of it, valid
     until the callbacks given to ``on_close`` run. ``writer`` are the arguments of
     :func:`open_writer` for the connection (the same for every request on it);
-    ``answer`` says how to write this request's answer (:data:`AnswerSpec`).
+    ``answer`` says how to write this request's answer (:data:`AnswerSpec`; None for an
+    unparsed request, whose parser works it out); ``unparsed``: the request's
+    (decompressed) body and the length of its JSON header, when it was not parsed.
     """
 
     key: int
     fd: int
     on_close: Callable[[Callable[[], None]], None]
     writer: tuple[bytes, bytes]
-    answer: AnswerSpec
+    answer: AnswerSpec | None
+    unparsed: tuple[bytearray | memoryview, int] | None = None
+
+
+def reply_for(
+    link: DirectLink,
+    answer: AnswerSpec | None,
+    unparsed: tuple[bytearray | memoryview, int] | None = None,
+) -> HttpReply:
+    """The reply capability of a request on ``link``."""
+    heads = (link.json_head, link.binary_head)
+    return HttpReply(link.key, link.fd, link.on_close, heads, answer, unparsed)
 
 
 class ReplyWriter:
@@ -98,3 +135,30 @@ class ReplyWriter:
 def open_writer(json_head: bytes, binary_head: bytes) -> ReplyWriter:
     """The writer for a connection, from its ``HttpReply.writer``."""
     return ReplyWriter(json_head, binary_head)
+
+
+class RequestParser:
+    """Parses and checks unparsed ``/infer`` bodies as the front and the core would."""
+
+    __slots__ = ()
+
+    def parse(
+        self, body: bytearray | memoryview, header_len: int, rules: Admission
+    ) -> tuple[InferRequest, AnswerSpec] | None:
+        """The request, admitted by ``rules``, and how to write its answer; None when the
+        front must answer it itself: anything but a plain, valid request (an error, a
+        shared-memory region, classification), so that errors and statistics are the
+        front's own."""
+        try:
+            parsed = parse_infer_request(body, header_len, rules, None)
+            req = parsed.request
+            if not answerable_elsewhere(parsed) or rules.check(req) is not None:
+                return None
+        except Exception:  # (the front's own parse answers it: the error is the same)
+            return None
+        return req, answer_spec(parsed, rules)
+
+
+def open_parser() -> RequestParser | None:
+    """The parser (None: this interpreter cannot parse requests)."""
+    return RequestParser() if parse_infer_request is not None else None

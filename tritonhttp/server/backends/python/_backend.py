@@ -13,6 +13,7 @@ from triton_python_backend_utils import _runtime
 from ...core._backend_api import LoadContext, ModelInstance, ServerBridge
 from ...core._config import config_to_json
 from ...core._errors import Code, CoreError
+from ...core._model import admission_for
 from ...core.model_config_pb2 import ModelConfig
 from . import _forkserver
 from ._envs import resolve_env
@@ -137,7 +138,15 @@ class PythonBackend:
         if env is not None or settings.isolation_of(config) == "process":
             instance = ProcessInstance(
                 instance_name,
-                Init(str(ctx.model_dir), ctx.version, filename, instance_name, decoupled, args),
+                Init(
+                    str(ctx.model_dir),
+                    ctx.version,
+                    filename,
+                    instance_name,
+                    decoupled,
+                    args,
+                    admission_for(ctx.model_name, ctx.version, config).spec(),
+                ),
                 outputs,
                 settings,
                 self._workers,

@@ -6,9 +6,11 @@ dispatch on it (``match``). On the socket a message travels as the plain tuple
 pickled and framed by a 4-byte little-endian length: pickling named tuples themselves
 costs several times more than plain ones, and this channel carries every request.
 
-One message is packed with :mod:`struct` instead, flagged by the top bit of its frame's
-length: :class:`DoneAnswered`, the end of a one-request batch whose answer the worker
-wrote to the client, the message most requests end with.
+Two messages are packed with :mod:`struct` instead, flagged by the top bit of their
+frame's length: :class:`DoneAnswered`, the end of a one-request batch whose answer the
+worker wrote to the client (the message most requests end with), and
+:class:`ExecUnparsed` with its body inline (how most requests start when the worker
+parses them).
 
 Segment descriptors (:class:`Segment`) and client connections (:class:`Connection`)
 come with a file descriptor on the second socket (``SCM_RIGHTS``, :mod:`._ipc`).
@@ -36,6 +38,7 @@ __all__ = [
     "Call",
     "CallResult",
     "Connection",
+    "DeclinedDesc",
     "Done",
     "DoneAnswered",
     "DropConnection",
@@ -43,6 +46,7 @@ __all__ = [
     "ErrorDesc",
     "Exec",
     "ExecRequest",
+    "ExecUnparsed",
     "FamilyDelete",
     "Final",
     "Fini",
@@ -71,8 +75,11 @@ _LEN = struct.Struct("<I")
 _PACKED = 1 << 31
 #: the largest pickled message a frame can carry
 MAX_FRAME = _PACKED - 1
-#: a packed DoneAnswered: batch id, token
-_DONE_ANSWERED = struct.Struct("<qq")
+#: a packed DoneAnswered: batch id, token (first byte: which packed message)
+_DONE_ANSWERED = struct.Struct("<Bqq")
+#: a packed ExecUnparsed: batch id, token, header length, key; the body follows
+_EXEC_UNPARSED = struct.Struct("<Bqqqq")
+_DONE_ANSWERED_TAG, _EXEC_UNPARSED_TAG = 1, 2
 _new = tuple.__new__
 _dumps = pickle.dumps
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
@@ -94,6 +101,10 @@ class OutputsDesc(NamedTuple):
     parameters: dict[str, Any] | None
 
 
+class DeclinedDesc(NamedTuple):
+    """The worker did not take a request handed to it unparsed (the front answers it)."""
+
+
 class AnsweredDesc(NamedTuple):
     """The worker wrote the answer to the client itself; ``rest``: what it could not
     write yet (the server sends it)."""
@@ -101,8 +112,8 @@ class AnsweredDesc(NamedTuple):
     rest: bytes
 
 
-ResponseDesc = ErrorDesc | OutputsDesc | AnsweredDesc
-_DESCS: tuple[type[ResponseDesc], ...] = (ErrorDesc, OutputsDesc, AnsweredDesc)
+ResponseDesc = ErrorDesc | OutputsDesc | AnsweredDesc | DeclinedDesc
+_DESCS: tuple[type[ResponseDesc], ...] = (ErrorDesc, OutputsDesc, AnsweredDesc, DeclinedDesc)
 _DESC_KIND: dict[type[Any], int] = {c: i for i, c in enumerate(_DESCS)}
 
 
@@ -135,6 +146,9 @@ class Init(NamedTuple):
     instance_name: str
     decoupled: bool
     args: dict[str, str]
+    #: the model's admission rules (``core._admission.Admission(*rules)``), for a worker
+    #: that may be handed requests unparsed; None: it never is
+    rules: Any
 
 
 class AutoComplete(NamedTuple):
@@ -167,6 +181,18 @@ class Exec(NamedTuple):
 
     batch_id: int
     requests: list[ExecRequest]
+
+
+class ExecUnparsed(NamedTuple):
+    """Parse, check and execute one request the front did not parse, and answer the
+    client on connection ``key``; or decline it. ``body``: inline ``bytes``, or a block
+    of one UINT8 tensor in the arena."""
+
+    batch_id: int
+    token: int
+    header_len: int
+    body: Any
+    key: int
 
 
 class IsReady(NamedTuple):
@@ -230,6 +256,8 @@ class Ready(NamedTuple):
 
     pid: int
     has_ready_hook: bool
+    #: the worker parses requests handed to it unparsed
+    parses: bool
 
 
 class InitError(NamedTuple):
@@ -260,6 +288,8 @@ class Done(NamedTuple):
     batch_id: int
     finals: list[Final]
     rescheduled: list[bool] | None
+    #: the batch sizes of unparsed requests the worker admitted, by token (where not 1)
+    sizes: dict[int, int] | None = None
 
 
 class DoneAnswered(NamedTuple):
@@ -356,16 +386,16 @@ class FiniDone(NamedTuple):
 
 
 Message = (
-    Setup | Init | AutoComplete | Exec | IsReady | Fini | CallResult | BlsResponse | Segment
-    | DropSegment | Connection | DropConnection | Ready | InitError | AutoCompleted | Done
-    | DoneAnswered | Streamed | Log | MetricOp | Call | Bls | BlsCancel | FamilyDelete
-    | MetricDelete | ReadyAnswer | FiniDone
+    Setup | Init | AutoComplete | Exec | ExecUnparsed | IsReady | Fini | CallResult
+    | BlsResponse | Segment | DropSegment | Connection | DropConnection | Ready | InitError
+    | AutoCompleted | Done | DoneAnswered | Streamed | Log | MetricOp | Call | Bls | BlsCancel
+    | FamilyDelete | MetricDelete | ReadyAnswer | FiniDone
 )  # fmt: skip
 
 #: the messages a worker's main thread handles (any thread reading the socket routes the
 #: others at once)
 MAIN_THREAD: frozenset[type[Message]] = frozenset(
-    (Setup, Init, AutoComplete, Exec, IsReady, Fini, DropConnection)
+    (Setup, Init, AutoComplete, Exec, ExecUnparsed, IsReady, Fini, DropConnection)
 )
 
 # ---------------------------------------------------------------- framing
@@ -384,11 +414,11 @@ def _build_exec(w: Any) -> Exec:
 
 def _flat_done(m: Done) -> tuple[Any, ...]:
     finals = [(f.token, _desc_out(f.response), f.failed) for f in m.finals]
-    return (m.batch_id, finals, m.rescheduled)
+    return (m.batch_id, finals, m.rescheduled, m.sizes)
 
 
 def _build_done(w: Any) -> Done:
-    return Done(w[0], [Final(t, _desc_in(d), f) for t, d, f in w[1]], w[2])
+    return Done(w[0], [Final(t, _desc_in(d), f) for t, d, f in w[1]], w[2], w[3])
 
 
 def _flat_streamed(m: Streamed) -> tuple[Any, ...]:
@@ -416,7 +446,7 @@ def _build_bls(w: Any) -> Bls:
 
 
 _ALL: tuple[type[Message], ...] = (
-    Setup, Init, AutoComplete, Exec, IsReady, Fini, CallResult, BlsResponse, Segment,
+    Setup, Init, AutoComplete, Exec, ExecUnparsed, IsReady, Fini, CallResult, BlsResponse, Segment,
     DropSegment, Connection, DropConnection, Ready, InitError, AutoCompleted, Done,
     DoneAnswered, Streamed, Log, MetricOp, Call, Bls, BlsCancel, FamilyDelete, MetricDelete,
     ReadyAnswer, FiniDone,
@@ -453,7 +483,13 @@ def encode(message: Message) -> bytes:
     """One framed message."""
     cls = type(message)
     if cls is DoneAnswered:
-        return _LEN.pack(_DONE_ANSWERED.size | _PACKED) + _DONE_ANSWERED.pack(*message)
+        return _LEN.pack(_DONE_ANSWERED.size | _PACKED) + _DONE_ANSWERED.pack(
+            _DONE_ANSWERED_TAG, *message
+        )
+    if cls is ExecUnparsed:
+        packed = _pack_exec_unparsed(message)  # type: ignore[arg-type]
+        if packed is not None:
+            return _LEN.pack(len(packed) | _PACKED) + packed
     flatten = _FLATTEN.get(cls)
     fields = flatten(message) if flatten is not None else tuple(message)
     return _frame(_dumps((_KIND_OF[cls], fields), _PROTOCOL))
@@ -465,9 +501,24 @@ def encode_exec(batch_id: int, requests: list[ExecRequest]) -> bytes:
     return _frame(_dumps((_EXEC_KIND, (batch_id, [tuple(r) for r in requests])), _PROTOCOL))
 
 
-def _unpack(payload: Any) -> DoneAnswered:
-    done: DoneAnswered = _new(DoneAnswered, _DONE_ANSWERED.unpack_from(payload))
-    return done
+def _pack_exec_unparsed(m: ExecUnparsed) -> bytes | None:
+    """``m`` packed when its body is inline (else None: pickled)."""
+    if type(m.body) is not bytes:
+        return None
+    try:
+        head = _EXEC_UNPARSED.pack(_EXEC_UNPARSED_TAG, m.batch_id, m.token, m.header_len, m.key)
+    except struct.error:  # (a number past 64 bits)
+        return None
+    return head + m.body
+
+
+def _unpack(payload: Any) -> DoneAnswered | ExecUnparsed:
+    """The message a packed frame's payload holds."""
+    if payload[0] == _DONE_ANSWERED_TAG:
+        done: DoneAnswered = _new(DoneAnswered, _DONE_ANSWERED.unpack_from(payload)[1:])
+        return done
+    _, batch_id, token, header_len, key = _EXEC_UNPARSED.unpack_from(payload)
+    return ExecUnparsed(batch_id, token, header_len, bytes(payload[_EXEC_UNPARSED.size :]), key)
 
 
 def _decode(payload: Any) -> Message:

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+import numpy as np
+
 from triton_python_backend_utils import _errors as _pb_errors
 from triton_python_backend_utils._errors import TritonModelException
 
@@ -41,7 +43,7 @@ from ._arena import Consumer, Producer
 from ._collector import Collector, SharedCheck, collect, collected
 from ._convert import params_json
 from ._direct import DIRECT_CONNECTIONS, DirectReply
-from ._ipc import DTYPES, read_block, recv_fd, send_fd, write_block
+from ._ipc import DTYPES, INLINE, read_block, recv_fd, send_fd, write_block
 from ._polling import ReplyPoll, stay_awake
 from ._services import ModelServices
 from ._settings import BackendSettings
@@ -385,6 +387,8 @@ class ProcessInstance:
         self._last_end = 0
         self._last_rtt = 0
         self._ready_hook = False
+        #: the worker parses requests handed to it unparsed (``DirectReply.unparsed``)
+        self.parses_requests = False
 
     # ------------------------------------------------------------------ start
 
@@ -411,6 +415,7 @@ class ProcessInstance:
             await worker.reap()
             raise CoreError(result, Code.INTERNAL)
         self.pid, self._ready_hook = result.pid, result.has_ready_hook
+        self.parses_requests = result.parses
 
     # ------------------------------------------------------------------ messages
 
@@ -467,6 +472,8 @@ class ProcessInstance:
                 return InferResponse(error=CoreError(message, Code(code)), failed=failed)
             case msg.AnsweredDesc(rest):  # the worker wrote the answer to the client but rest
                 return InferResponse(answered=True, rest=rest)
+            case msg.DeclinedDesc():  # an unparsed request the worker did not take
+                return InferResponse(declined=True)
             case msg.OutputsDesc(block, parameters):
                 worker = self._worker
                 assert worker is not None
@@ -479,6 +486,11 @@ class ProcessInstance:
 
     def _done(self, m: msg.Done) -> None:
         pending = self._pending
+        if m.sizes:  # the batch sizes of unparsed requests the worker admitted
+            for token, size in m.sizes.items():
+                c = pending.get(token)
+                if c is not None:
+                    c.req.batch_size = size
         for token, desc, failed in m.finals:
             c = pending.get(token)
             if c is not None:
@@ -717,6 +729,9 @@ class ProcessInstance:
             text = self._broken or _not_healthy(self.name)
             return [InferResponse(error=CoreError(text, Code.INTERNAL), failed=True)
                     for _ in requests]  # fmt: skip
+        first: DirectReply | None = requests[0].reply  # type: ignore[assignment]
+        if first is not None and first.unparsed is not None and not self._takes_unparsed(first):
+            return [InferResponse(declined=True)]  # (an unparsed request executes alone)
         loop = asyncio.get_running_loop()
         batch_id = next(self._tokens)
         done: asyncio.Future[list[bool] | None] = loop.create_future()
@@ -753,6 +768,10 @@ class ProcessInstance:
         times.output_ns = self._last_end - t2
         return out
 
+    def _takes_unparsed(self, reply: DirectReply) -> bool:
+        worker = self._worker
+        return self.parses_requests and worker is not None and worker.hold(reply)
+
     def _send_batch(
         self, worker: WorkerProcess, batch_id: int, requests: list[InferRequest]
     ) -> list[Collector]:
@@ -768,12 +787,17 @@ class ProcessInstance:
             c = Collector(req, decoupled, token=token)
             self._pending[token] = c
             collectors.append(c)
+            reply: DirectReply | None = req.reply  # type: ignore[assignment]
+            if reply is not None and reply.unparsed is not None:
+                body, header_len = reply.unparsed
+                block = _body_block(inputs, body)
+                worker.send(msg.ExecUnparsed(batch_id, token, header_len, block, reply.key))
+                return collectors
             block = write_block(
                 inputs, [(t.name, t.datatype, t.shape, t.array) for t in req.inputs.values()]
             )
             wanted = tuple(req.requested_outputs) if req.requested_outputs else outputs
             answer = None
-            reply: DirectReply | None = req.reply  # type: ignore[assignment]
             if reply is not None and worker.hold(reply):
                 answer = (reply.key, reply.answer)
             wire.append(
@@ -849,6 +873,14 @@ class ProcessInstance:
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _body_block(arena: Producer, body: bytearray | memoryview) -> Any:
+    """An unparsed request's body for the worker: inside the message when small (as
+    ``bytes``), else a block of one UINT8 tensor in the arena."""
+    if len(body) <= INLINE:
+        return bytes(body)
+    return write_block(arena, [("", "UINT8", (len(body),), np.frombuffer(body, np.uint8))])
 
 
 async def run_auto_complete(

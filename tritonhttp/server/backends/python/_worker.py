@@ -36,9 +36,11 @@ from triton_python_backend_utils._errors import ErrorCode, TritonError, TritonMo
 from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
 from triton_python_backend_utils._tensor import Tensor, bytes_items
 
+from ...core._admission import Admission
 from . import _messages as msg
 from ._arena import Consumer, Producer
-from ._direct import DIRECT_MAX, ReplyCodec, ReplyWriter
+from ._convert import pb_request
+from ._direct import DIRECT_MAX, ReplyCodec, ReplyWriter, RequestParser
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
 from ._ipc import DTYPES, read_block, recv_fd, send_fd, write_block
 from ._polling import MessagePoll
@@ -290,6 +292,10 @@ class Worker:
         #: client connections the server handed over (key -> socket, its writer); main
         #: thread only, but added by whichever thread reads the channel
         self.connections: dict[int, tuple[socket.socket, ReplyWriter | None]] = {}
+        #: the codec's parser and the model's admission rules, when this worker takes
+        #: requests unparsed
+        self.parser: RequestParser | None = None
+        self.rules: Admission | None = None
         channel.route = self.route
 
     # ------------------------------------------------------------------ messages
@@ -476,11 +482,17 @@ class Worker:
         # what lives on after initialize (modules, the model) is left out of the
         # collector's scans from now on
         gc.freeze()
-        self.channel.send(msg.Ready(os.getpid(), host.has_ready_hook()))
+        codec = self.codec
+        if m.rules is not None and codec is not None and not m.decoupled:
+            self.parser = codec.open_parser()
+            self.rules = Admission(*m.rules) if self.parser is not None else None
+        self.channel.send(msg.Ready(os.getpid(), host.has_ready_hook(), self.parser is not None))
         while True:
             match self.channel.next_main():
                 case msg.Exec(batch_id, requests):
                     self.execute(batch_id, requests)
+                case msg.ExecUnparsed() as unparsed:
+                    self.execute_unparsed(unparsed)
                 case msg.IsReady(call_id):
                     self.channel.send(msg.ReadyAnswer(call_id, host.is_ready()))
                 case msg.DropConnection(key):
@@ -514,6 +526,24 @@ class Worker:
                     _Link(self, d.token, decoupled, wanted, d.answer),
                 )
             )
+        self._run(batch_id, requests, None)
+
+    def execute_unparsed(self, m: msg.ExecUnparsed) -> None:
+        """Parse, check and run a request the front did not parse, or decline it."""
+        parsed = self._parse(m)
+        if parsed is None:
+            declined = msg.Final(m.token, msg.DeclinedDesc(), False)
+            self.channel.send(msg.Done(m.batch_id, [declined], None))
+            return
+        request, size = parsed
+        self._run(m.batch_id, [request], {m.token: size} if size != 1 else None)
+
+    def _run(
+        self, batch_id: int, requests: list[InferenceRequest], sizes: dict[int, int] | None
+    ) -> None:
+        """Execute a batch and tell the server (the shortest message when it can)."""
+        host = self.host
+        assert host is not None
         batch: list[msg.Final] = []
         self._batch = batch
         try:
@@ -521,12 +551,43 @@ class Worker:
         finally:
             self._batch = None
         del requests
-        if len(batch) == 1 and rescheduled == [False]:
+        if len(batch) == 1 and rescheduled == [False] and sizes is None:
             token, desc, failed = batch[0]
             if not failed and type(desc) is msg.AnsweredDesc and not desc.rest:
                 self.channel.send(msg.DoneAnswered(batch_id, token))
                 return
-        self.channel.send(msg.Done(batch_id, batch, rescheduled))
+        self.channel.send(msg.Done(batch_id, batch, rescheduled, sizes))
+
+    def _parse(self, m: msg.ExecUnparsed) -> tuple[InferenceRequest, int] | None:
+        """An unparsed request, parsed and checked as the server would, and its batch
+        size; None: declined (the server parses it again and answers it, errors
+        included)."""
+        parser, rules = self.parser, self.rules
+        if parser is None or rules is None or m.key not in self.connections:
+            return None
+        body = m.body
+        if isinstance(body, bytes):
+            body = bytearray(body)
+        else:
+            body = memoryview(read_block(self.inputs, body)[0][3])
+        result = parser.parse(body, m.header_len, rules)
+        if result is None:
+            return None
+        req, spec = result
+        try:
+            tensors = []
+            for t in req.inputs.values():
+                array = t.array
+                assert array is not None
+                dtype = DTYPES.get(t.datatype)
+                if dtype is not None and array.dtype != dtype:
+                    array = array.view(dtype)  # (BF16 travels as uint16)
+                tensors.append(Tensor._wrap(t.name, t.datatype, array))
+        except Exception:  # (the server's own parse answers it: the error is the same)
+            return None
+        wanted = set(req.requested_outputs or rules.output_names)
+        link = _Link(self, m.token, False, wanted, (m.key, spec))
+        return pb_request(req, tensors, wanted, link), req.batch_size
 
 
 def _die_with_parent() -> None:

@@ -36,6 +36,8 @@ def _packages() -> None:
         "tritonhttp.server": os.path.join(root, "tritonhttp", "server"),
         "tritonhttp.server.core": os.path.join(root, "tritonhttp", "server", "core"),
         "tritonhttp.server.front": os.path.join(root, "tritonhttp", "server", "front"),
+        "tritonhttp.server.http": os.path.join(root, "tritonhttp", "server", "http"),
+        "tritonhttp.server.support": os.path.join(root, "tritonhttp", "server", "support"),
         "tritonhttp.server.backends": os.path.join(root, "tritonhttp", "server", "backends"),
         "tritonhttp.server.backends.python": _HERE,
     }
