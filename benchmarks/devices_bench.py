@@ -40,6 +40,12 @@ INFER = "/v2/models/add_sub/infer"
 IN_PROCESS = "--python-isolation=in-process"
 
 
+#: the launcher's patch that keeps the front from handing requests over unparsed
+_NO_UNPARSED = (
+    "async def _declined(*args):\n    return False\n_app.HttpFrontend._infer_unparsed = _declined\n"
+)
+
+
 @dataclass(frozen=True)
 class Device:
     """A device, how the server runs without it, and the workloads it is for."""
@@ -58,12 +64,18 @@ class Device:
 DEVICES = (
     Device(
         "reply",
-        "a worker process writes the answer to the client itself",
+        "a worker process writes the answer to the client itself (and so may parse it)",
         (),
         off_patch=(
             "from tritonhttp.server.front import _app\n"
-            "_app.HttpFrontend._reply_link = staticmethod(lambda *a: None)\n"
+            "_app.HttpFrontend._reply_link = staticmethod(lambda *a: None)\n" + _NO_UNPARSED
         ),
+    ),
+    Device(
+        "worker-parse",
+        "a worker process parses and checks a plain /infer body itself",
+        (),
+        off_patch="from tritonhttp.server.front import _app\n" + _NO_UNPARSED,
     ),
     Device(
         "worker-poll",
