@@ -105,13 +105,6 @@ DEVICES = (
         loads=((INFER, ADD_BODY, 16), (INFER, ADD_BODY, 64)),
     ),
     Device(
-        "inline-blocks",
-        "small tensors ride inside the control message (server to worker; the worker's "
-        "own side is left on)",
-        (),
-        off_patch="from tritonhttp.server.backends.python import _ipc\n_ipc.INLINE = -1\n",
-    ),
-    Device(
         "http-poll",
         "the HTTP server polls for a quick client's next request (--http-busy-wait-us)",
         (IN_PROCESS,),

@@ -1,11 +1,8 @@
 """Tensors between the server and a worker, in shared memory, and descriptors passed on.
 
-The tensors of a request or response form one *block*. A block of more than
-:data:`INLINE` bytes is written into the sender's arena (:mod:`._arena`) and described
-by ``(segment, offset, start, end, tensors)``; the receiver copies a small one out and
-uses a large one in place. A block of at most :data:`INLINE` bytes rides inside the
-control message (:mod:`._messages`) as ``(data, tensors)``: for tensors that small,
-allocating and releasing arena space costs more than the copy. Each tensor is
+The tensors of a request or response form one *block*, written into the sender's arena
+(:mod:`._arena`) and described by ``(segment, offset, start, end, tensors)``; the
+receiver copies a small one out and uses a large one in place. Each tensor is
 ``(name, datatype, shape, offset in the block, nbytes)``. Descriptors (arena segments,
 client connections) travel on a second Unix socket with ``SCM_RIGHTS``.
 
@@ -38,7 +35,7 @@ __all__ = [
 #: tensors up to this size are copied out of shared memory at once (larger ones are
 #: used in place and their block is released when the array is garbage collected)
 SMALL = 64 * 1024
-#: blocks of at most this many bytes travel inside the control message (not the arena)
+#: an unparsed request body of at most this many bytes travels inside its message
 INLINE = 4096
 
 #: datatype -> numpy dtype of the data in shared memory (BF16 as uint16)
@@ -76,7 +73,7 @@ def recv_fd(sock: socket.socket) -> int:
 
 
 def write_block(arena: Producer, tensors: Sequence[tuple[str, str, Sequence[int], Any]]) -> Any:
-    """The tensors of one request or response as one block (inline when small).
+    """The tensors of one request or response as one block in ``arena``.
 
     ``tensors``: (name, datatype, shape, data) with numpy data (BYTES: an object array
     of ``bytes`` or a list of them). Returns the block's descriptor (None: no tensors).
@@ -96,8 +93,6 @@ def write_block(arena: Producer, tensors: Sequence[tuple[str, str, Sequence[int]
             nbytes = int(data.nbytes)
         parts.append((name, datatype, tuple(map(int, shape)), nbytes, data))
         total += (nbytes + 63) & ~63
-    if total <= INLINE:
-        return _inline(parts)
     seg, off, start, end = arena.alloc(total)
     mm = seg.mm
     descs: list[TensorDesc] = []
@@ -116,21 +111,6 @@ def write_block(arena: Producer, tensors: Sequence[tuple[str, str, Sequence[int]
     return (seg.id, off, start, end, descs)
 
 
-def _inline(parts: list[tuple[str, str, tuple[int, ...], int, Any]]) -> Any:
-    """A small block as ``(data, tensors)``, each tensor 8-byte aligned in ``data``."""
-    chunks = []
-    descs: list[TensorDesc] = []
-    rel = 0
-    for name, datatype, shape, nbytes, data in parts:
-        chunks.append(data if isinstance(data, bytes) else data.tobytes())
-        pad = -nbytes & 7
-        if pad:
-            chunks.append(bytes(pad))
-        descs.append((name, datatype, shape, rel, nbytes))
-        rel += nbytes + pad
-    return (b"".join(chunks), descs)
-
-
 def read_block(
     arena: Consumer, block: Any, dtypes: dict[str, Any] = DTYPES
 ) -> list[tuple[str, str, tuple[int, ...], Any]]:
@@ -141,8 +121,6 @@ def read_block(
     """
     if block is None:
         return []
-    if len(block) == 2:  # inline: (data, tensors)
-        return _arrays(bytearray(block[0]), block[1], dtypes, True)
     seg_id, off, start, end, descs = block
     seg = arena.segments[seg_id]
     last = descs[-1]
