@@ -169,6 +169,17 @@ def _serving(cases: dict[str, tuple[Callable[[Path], Any], Path]]) -> Iterator[d
             s.stop()
 
 
+def _turns(
+    servers: dict[str, Any], rounds: int, measure: Callable[[Any], float]
+) -> dict[str, list[float]]:
+    """``rounds`` values of ``measure(server)`` per server, the servers taking turns."""
+    results: dict[str, list[float]] = {name: [] for name in servers}
+    for _ in range(rounds):
+        for name, s in servers.items():
+            results[name].append(measure(s))
+    return results
+
+
 def _load_rounds(
     servers: dict[str, Any],
     path: str,
@@ -181,11 +192,7 @@ def _load_rounds(
     """Requests/s of each server under ``connections`` clients, the servers taking turns."""
     for s in servers.values():  # warm up
         load(s.url, path, body, connections, 1)
-    results: dict[str, list[float]] = {name: [] for name in servers}
-    for _ in range(rounds):
-        for name, s in servers.items():
-            results[name].append(load(s.url, path, body, connections, seconds))
-    return results
+    return _turns(servers, rounds, lambda s: load(s.url, path, body, connections, seconds))
 
 
 def _trip_rounds(servers: dict[str, Any], rounds: int) -> dict[str, list[float]]:
@@ -193,12 +200,11 @@ def _trip_rounds(servers: dict[str, Any], rounds: int) -> dict[str, list[float]]
     payload = np.random.default_rng(0).random(ROUND_TRIP_ELEMENTS, dtype=np.float32)
     for s in servers.values():  # warm up
         binary_round_trip(s.url, payload)
-    results: dict[str, list[float]] = {name: [] for name in servers}
-    for _ in range(rounds):
-        for name, s in servers.items():
-            best = min(binary_round_trip(s.url, payload) for _ in range(3))
-            results[name].append(payload.nbytes / best / 1e9)
-    return results
+
+    def rate(s: Any) -> float:
+        return payload.nbytes / min(binary_round_trip(s.url, payload) for _ in range(3)) / 1e9
+
+    return _turns(servers, rounds, rate)
 
 
 def _measure(

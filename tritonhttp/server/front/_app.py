@@ -551,10 +551,12 @@ class HttpFrontend:
         if read is None:
             return
         body, header_len, accept = read
+        # the answer goes uncompressed (what another process can write itself)
+        identity = not accept or pick_encoding(accept) is None
         if (
             model.parses_in_backend
             and self.forward is None
-            and (not accept or pick_encoding(accept) is None)
+            and identity
             and ON_DISCONNECT in scope
             and not _server_only(body, header_len)
             and await self._infer_unparsed(scope, send, model, body, header_len, accept)
@@ -574,7 +576,7 @@ class HttpFrontend:
                 await send_error(send, e, TEXT)
                 return
             if ON_DISCONNECT in scope:  # the bundled HTTP server reports a lost client
-                link = self._reply_link(scope, model, parsed, accept)
+                link = self._reply_link(scope, model, parsed, identity)
                 response = await _infer_cancelled_on_leaving(scope, model, request)
                 if response.answered:
                     assert link is not None
@@ -681,16 +683,14 @@ class HttpFrontend:
 
     @staticmethod
     def _reply_link(
-        scope: Scope, model: ModelVersion, parsed: ParsedInfer, accept: bytes | None
+        scope: Scope, model: ModelVersion, parsed: ParsedInfer, identity: bool
     ) -> DirectLink | None:
         """Hand the request a reply capability (``InferRequest.reply``) when its model's
         backend may write the answer to the client itself: the HTTP server shares the
         connection, the answer goes uncompressed and only the server's own features
         (shared memory, classification) are not asked for. The connection's link, or None."""
         share = scope.get(DIRECT)
-        if share is None or not model.answers_directly:
-            return None
-        if accept and pick_encoding(accept) is not None:
+        if share is None or not model.answers_directly or not identity:
             return None
         if not answerable_elsewhere(parsed):
             return None

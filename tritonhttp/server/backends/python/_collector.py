@@ -68,10 +68,6 @@ class Collector:
         elif not waiter.done():
             waiter.set_result(response)
 
-    def fail_all(self, error: InferResponse) -> None:
-        """The model is gone: ``error`` (marked failed) ends the request."""
-        self.put(error, True, True)
-
 
 def _ready(c: Collector, rescheduled: bool) -> InferResponse | None:
     """The core's response to ``c``'s request if it is there (None: still on its way)."""
@@ -89,14 +85,10 @@ def collected(
     coroutine to run); None when one is still on its way."""
     out: list[InferResponse] = []
     for i, c in enumerate(collectors):
-        if rescheduled is not None and rescheduled[i]:
-            out.append(InferResponse(rescheduled=True))
-        elif c.result is not None:
-            out.append(c.result)
-        elif c.decoupled:
-            out.append(InferResponse(failed=c.failed))
-        else:
+        r = _ready(c, rescheduled is not None and rescheduled[i])
+        if r is None:
             return None
+        out.append(r)
     return out
 
 

@@ -405,7 +405,11 @@ _Build = Callable[[Any], Message]
 
 
 def _flat_exec(m: Exec) -> tuple[Any, ...]:
-    return (m.batch_id, [tuple(r) for r in m.requests])
+    return _exec_fields(m.batch_id, m.requests)
+
+
+def _exec_fields(batch_id: int, requests: list[ExecRequest]) -> tuple[Any, ...]:
+    return (batch_id, [tuple(r) for r in requests])
 
 
 def _build_exec(w: Any) -> Exec:
@@ -498,7 +502,7 @@ def encode(message: Message) -> bytes:
 def encode_exec(batch_id: int, requests: list[ExecRequest]) -> bytes:
     """``encode(Exec(batch_id, requests))``, without making the record first (the server
     sends one per batch)."""
-    return _frame(_dumps((_EXEC_KIND, (batch_id, [tuple(r) for r in requests])), _PROTOCOL))
+    return _frame(_dumps((_EXEC_KIND, _exec_fields(batch_id, requests)), _PROTOCOL))
 
 
 def _pack_exec_unparsed(m: ExecUnparsed) -> bytes | None:

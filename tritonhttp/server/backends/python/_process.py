@@ -660,7 +660,7 @@ class ProcessInstance:
         """Every request this worker had not finally answered gets ``text``."""
         pending, self._pending = self._pending, {}
         for c in pending.values():
-            c.fail_all(InferResponse(error=CoreError(text, Code.INTERNAL), failed=True))
+            c.put(InferResponse(error=CoreError(text, Code.INTERNAL), failed=True), True, True)
 
     def _watch(self) -> None:
         """The stub-timeout watchdog: one timer per instance, set for the oldest batch in
@@ -730,7 +730,11 @@ class ProcessInstance:
             return [InferResponse(error=CoreError(text, Code.INTERNAL), failed=True)
                     for _ in requests]  # fmt: skip
         first: DirectReply | None = requests[0].reply  # type: ignore[assignment]
-        if first is not None and first.unparsed is not None and not self._takes_unparsed(first):
+        if (
+            first is not None
+            and first.unparsed is not None
+            and not (self.parses_requests and worker.hold(first))
+        ):
             return [InferResponse(declined=True)]  # (an unparsed request executes alone)
         loop = asyncio.get_running_loop()
         batch_id = next(self._tokens)
@@ -747,8 +751,7 @@ class ProcessInstance:
         poll = self._poll
         poll.active += 1
         try:
-            if self._settings.busy_wait_us:
-                self._poll_for(worker, done, t0, t1, requests[0].start_ns)
+            self._poll_for(worker, done, t0, t1, requests[0].start_ns)
             rescheduled = await done
         finally:
             poll.active -= 1
@@ -767,10 +770,6 @@ class ProcessInstance:
         self._last_end = time.monotonic_ns()
         times.output_ns = self._last_end - t2
         return out
-
-    def _takes_unparsed(self, reply: DirectReply) -> bool:
-        worker = self._worker
-        return self.parses_requests and worker is not None and worker.hold(reply)
 
     def _send_batch(
         self, worker: WorkerProcess, batch_id: int, requests: list[InferRequest]

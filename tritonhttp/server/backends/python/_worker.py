@@ -5,7 +5,7 @@ Started by :mod:`._process` as a fresh interpreter (``python -I _worker_boot.py`
 imports only the standard library, numpy, ``triton_python_backend_utils`` and the
 modules of this folder that need nothing else. The boot hands it the server's reply
 codec (:mod:`._direct`), with which it writes successful answers to the client
-connections the server passes it.
+connections the server passes it, and parses the requests handed to it unparsed.
 
 Threads: the main thread runs ``initialize``/``execute``/``finalize``. Any thread that
 waits for the server (the main thread between batches, a model thread in a BLS call or
