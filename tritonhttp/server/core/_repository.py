@@ -239,7 +239,7 @@ class Repository:
                 failed.append(name)
                 entry = self.models.setdefault(name, ModelEntry(name))
                 entry.failed = True
-                log.error("failed to load '%s': %s", name, getattr(res, "message", res))
+                _log_failure(name, res)
         return failed
 
     async def _load_named(self, name: str, found: dict[str, list[Path]]) -> None:
@@ -335,9 +335,13 @@ class Repository:
             old_cfg = entry.base_config
             if override is not None and old_cfg is not None and _same_but_policy(old_cfg, cfg):
                 kept = {v: mv for v, mv in entry.versions.items() if mv.ready and v in versions}
+            for v in versions:
+                if v not in kept:
+                    log.info("loading: %s:%d", name, v)
             fresh = await asyncio.gather(
                 *(self._load_version(name, v, model_dir, cfg) for v in versions if v not in kept)
             )
+            _log_outcome(name, fresh)
             loaded = sorted([*kept.values(), *fresh], key=lambda mv: mv.version)
             entry.base_config = cfg
             failures = [mv for mv in loaded if not mv.ready]
@@ -372,7 +376,7 @@ class Repository:
                     f"version {mv.version} is at UNAVAILABLE state: {mv.reason};\n"
                     for mv in failures
                 )
-                raise CoreError(f"load failed for model '{name}': {text}")
+                raise _LoggedError(f"load failed for model '{name}': {text}")
 
     async def _load_version(
         self, name: str, version: int, model_dir: Path, base: ModelConfig
@@ -443,6 +447,7 @@ class Repository:
         mv.instances = []
         mv.state = "UNAVAILABLE"
         mv.reason = "unloaded"
+        log.info("successfully unloaded '%s' version %d", mv.name, mv.version)
         entry = self.models.get(mv.name)
         if entry is not None and entry.versions.get(mv.version) is not mv:
             return
@@ -493,7 +498,7 @@ class Repository:
             try:
                 await self.load_dir(name, dirs[0], None)
             except (CoreError, PollError) as e:
-                log.error("failed to load '%s': %s", name, getattr(e, "message", e))
+                _log_failure(name, e)
                 self.models.setdefault(name, ModelEntry(name)).signature = sig
 
     async def poll_forever(self, interval: float) -> None:
@@ -503,6 +508,31 @@ class Repository:
                 await self.poll_once()
             except Exception:  # keep polling whatever one round did
                 log.exception("repository poll failed")
+
+
+class _LoggedError(CoreError):
+    """A load failure whose reasons the load already logged, version by version."""
+
+
+def _log_outcome(name: str, loaded: list[ModelVersion]) -> None:
+    """Log the end of a load as Triton does: each failed version, then the model."""
+    failures = [mv for mv in loaded if not mv.ready]
+    for mv in failures:
+        log.error("failed to load '%s' version %d: %s", name, mv.version, mv.reason)
+    if failures:
+        log.info("failed to load '%s'", name)
+    else:
+        log.info("successfully loaded '%s'", name)
+
+
+def _log_failure(name: str, error: BaseException) -> None:
+    """Log a load that failed before its versions were loaded (or was logged already)."""
+    if isinstance(error, _LoggedError):
+        return
+    if isinstance(error, PollError):
+        log.error("Poll failed for model directory '%s': %s", name, error)
+    else:
+        log.error("failed to load '%s': %s", name, getattr(error, "message", error))
 
 
 async def _warm_up(mv: ModelVersion, cfg: ModelConfig, model_dir: Path) -> None:
