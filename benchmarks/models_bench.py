@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -256,7 +256,8 @@ def _post(url: str, request: Request) -> tuple[dict[str, str], bytes]:
 def answer_digest(url: str, request: Request) -> str:
     """The outputs of one request as comparable text (binary outputs as their values)."""
     headers, body = _post(url, request)
-    size = next((v for k, v in headers.items() if k.lower() == "inference-header-content-length"), None)
+    lowered = {k.lower(): v for k, v in headers.items()}
+    size = lowered.get("inference-header-content-length")
     if size is None:
         doc = json.loads(body)
         return json.dumps([(o["name"], o["shape"], o["data"]) for o in doc["outputs"]])
@@ -379,7 +380,8 @@ def ensure_reference_onnxruntime() -> None:
 
 def _summary(rounds: list[Round]) -> str:
     def span(values: list[float], digits: int) -> str:
-        return f"{statistics.median(values):.{digits}f} [{min(values):.{digits}f}-{max(values):.{digits}f}]"
+        med, low, high = statistics.median(values), min(values), max(values)
+        return f"{med:.{digits}f} [{low:.{digits}f}-{high:.{digits}f}]"
 
     return (
         f"{span([r.rps for r in rounds], 0)} req/s, p50 {span([r.p50_ms for r in rounds], 2)} ms, "
@@ -403,7 +405,8 @@ def measure_model(
         for name, res in results.items():
             print(f"  {name}: {_summary(res)}")
         if "triton" in results:
-            ratios = [o.rps / t.rps for o, t in zip(results["ours"], results["triton"])]
+            pairs = zip(results["ours"], results["triton"], strict=True)
+            ratios = [o.rps / t.rps for o, t in pairs]
             print(f"{request.model} -c{c}: ratio per round "
                   f"{', '.join(f'{r:.2f}' for r in ratios)} (min {min(ratios):.2f}, "
                   f"median {statistics.median(ratios):.2f})")  # fmt: skip
