@@ -16,11 +16,12 @@ its last answer and whether its current request came quickly after it.
 
 from __future__ import annotations
 
-import os
 import select
 import time
 from collections.abc import Iterable
 from typing import ClassVar
+
+from ..support import _platform
 
 __all__ = ["NextRequestPoll"]
 
@@ -50,10 +51,11 @@ class NextRequestPoll:
         self.window_s = window_s
 
     @classmethod
-    def for_option(cls, busy_wait_us: int) -> NextRequestPoll | None:
+    def for_option(cls, busy_wait_us: int, platform: str | None = None) -> NextRequestPoll | None:
         """The poll for ``--http-busy-wait-us``; None (no polling) for 0, or where the
-        platform lacks ``select.poll`` or ``os.sched_yield`` (Windows)."""
-        if busy_wait_us <= 0 or not (hasattr(select, "poll") and hasattr(os, "sched_yield")):
+        platform (``platform``, default this one) lacks ``select.poll`` or
+        ``os.sched_yield`` (Windows)."""
+        if busy_wait_us <= 0 or not _platform.can_busy_poll(platform):
             return None
         return cls(busy_wait_us / 1e6)
 
@@ -77,4 +79,4 @@ class NextRequestPoll:
         while not poller.poll(0):
             if time.perf_counter() >= deadline:
                 return
-            os.sched_yield()  # whoever else wants this core goes first
+            _platform.yield_cpu()  # whoever else wants this core goes first

@@ -29,11 +29,13 @@ its environment: a fresh interpreter would have inherited both at that moment) a
 ``failed`` (no fork) and ``exit`` (the child's status as ``Popen.returncode`` gives it:
 negative for a signal).
 
-Lifetimes: the zygote dies with the server thread that started it (``PR_SET_PDEATHSIG``),
-and ends when its socket closes, SIGKILLing its children first; a child dies with the
-zygote (``PR_SET_PDEATHSIG`` again, set in the child and by ``_worker.main``, whose
-parent check is given the zygote's pid). Workers write to the server's stdout and stderr
-as a fresh interpreter would (the descriptors the server holds at each spawn).
+Linux only (elsewhere workers start with ``subprocess.Popen``). Lifetimes: the zygote dies
+with the server thread that started it (``PR_SET_PDEATHSIG``, see
+:func:`~tritonhttp.server.support._platform.die_with_parent`), and ends when its socket
+closes, SIGKILLing its children first; a child dies with the zygote (``PR_SET_PDEATHSIG``
+again, set in the child and by ``_worker.main``, which is given the zygote's pid).
+Workers write to the server's stdout and stderr as a fresh interpreter would (the
+descriptors the server holds at each spawn).
 
 Unlike fresh interpreters, forked workers share the zygote's ``str`` hash seed; numpy's
 global random generator is reseeded in each (Python's ``random`` reseeds itself).
@@ -59,6 +61,8 @@ import traceback
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
+
+from ...support import _platform
 
 __all__ = [
     "SPAWN_VARIABLE",
@@ -90,7 +94,6 @@ IMPORT_TIME_PREFIXES = (
 _BUFSIZE = 1 << 20
 #: imports a reply codec by module name in the zygote (None: none, or not importable)
 _CodecLoader = Callable[[str], Any]
-_PR_SET_PDEATHSIG = 1
 
 
 class WorkerHandle(Protocol):
@@ -109,14 +112,6 @@ class WorkerHandle(Protocol):
     def send_signal(self, sig: int) -> None: ...
 
     def kill(self) -> None: ...
-
-
-def _die_with_parent() -> None:
-    """Linux: be SIGKILLed when the thread that started this process ends."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _encode(message: dict[str, Any]) -> bytes:
@@ -381,7 +376,7 @@ def can_fork(python: str, env: Mapping[str, str] | None) -> bool:
     return (
         env is None
         and python == sys.executable
-        and sys.platform.startswith("linux")
+        and _platform.system().startswith("linux")
         and hasattr(os, "fork")
         and hasattr(socket, "send_fds")
         and hasattr(socket, "SOCK_SEQPACKET")
@@ -617,9 +612,7 @@ class _Zygote:
         self.outbox.clear()
         self.children.clear()
         self.tokens.clear()
-        _die_with_parent()
-        if os.getppid() != self.pid:  # (the zygote died before that took effect)
-            os._exit(0)
+        _platform.die_with_parent(self.pid)  # (exits now if the zygote already died)
         os.dup2(out, 1)
         os.dup2(err, 2)
         os.close(out)
@@ -659,9 +652,7 @@ def serve(argv: list[str], codec: Any, load: _CodecLoader) -> tuple[list[str], A
     <zygote pid> <pb_utils dir> <reply codec module>``) and the codec it names."""
     sock_fd, server_pid, pb_dir = int(argv[0]), int(argv[1]), argv[2]
     codecs = {argv[3] if len(argv) > 3 else "": codec}
-    _die_with_parent()
-    if os.getppid() != server_pid:
-        return None
+    _platform.die_with_parent(server_pid)  # (exits now if the server already ended)
     for fd in (0, 1, 2):  # (so that no descriptor received takes one of these numbers)
         try:
             os.fstat(fd)

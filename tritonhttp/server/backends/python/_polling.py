@@ -13,10 +13,11 @@ the other side may need. Both sides' rules live here, set by the backend option
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable
 from typing import Any
+
+from ...support import _platform
 
 __all__ = ["MessagePoll", "ReplyPoll", "stay_awake"]
 
@@ -76,7 +77,7 @@ class ReplyPoll:
             read()
             if done.done():
                 return
-            os.sched_yield()
+            _platform.yield_cpu()
 
 
 class MessagePoll:

@@ -7,6 +7,8 @@ thread hop per request) and owns the two shared-memory arenas.
 batches, turns the worker's messages (:mod:`._messages`) into responses, serves its BLS,
 log, metric and model-control requests, and replaces a worker that crashed, exited or
 hung past ``stub-timeout-seconds`` (failing that worker's requests, never the server).
+POSIX only (Unix sockets passing descriptors, POSIX shared memory): on Windows
+:meth:`WorkerProcess.start` raises ``OSError`` and models run in the server's process.
 A worker may hold client connections and write successful answers itself
 (:mod:`._direct`).
 """
@@ -20,7 +22,6 @@ import functools
 import itertools
 import logging
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -37,6 +38,7 @@ from triton_python_backend_utils._errors import TritonModelException
 from ....utils._dtypes import BF16
 from ...core._errors import Code, CoreError
 from ...core._types import ExecutionTimes, InferRequest, InferResponse, InputTensor, OutputTensor
+from ...support import _platform
 from . import _forkserver
 from . import _messages as msg
 from ._arena import Consumer, Producer
@@ -113,6 +115,12 @@ class WorkerProcess:
         """Spawn the process and set its arenas up (messages flow from now on)."""
         loop = asyncio.get_running_loop()
         self._loop = loop
+        if not _platform.workers_supported():
+            raise OSError(
+                f"worker processes are not supported on this platform ({_platform.system()}): "
+                "models run in the server's process, and a model with EXECUTION_ENV_PATH "
+                "cannot run"
+            )
         ctl, ctl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fds, fds_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
@@ -299,7 +307,7 @@ class WorkerProcess:
         """SIGKILL the process (its requests are failed by ``on_exit``)."""
         if self.proc is not None and self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                self.proc.send_signal(signal.SIGKILL)
+                self.proc.send_signal(_platform.KILL_SIGNAL)
         self._died()
 
     async def reap(self, timeout: float = 10.0) -> None:

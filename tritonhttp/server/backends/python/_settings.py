@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...core._errors import Code, CoreError
 from ...core.model_config_pb2 import ModelConfig
+from ...support import _platform
 
 __all__ = ["ISOLATIONS", "ISOLATION_PARAMETER", "BackendSettings"]
 
@@ -31,6 +32,25 @@ def _int(values: dict[str, str], key: str, default: int) -> int:
         ) from None
 
 
+def _shm_prefix(values: dict[str, str]) -> str:
+    prefix = values.get("shm-region-prefix-name", _platform.default_shm_prefix())
+    if not prefix:
+        raise CoreError(
+            "shm-region-prefix-name must at least contain one character.", Code.INVALID_ARG
+        )
+    if "/" in prefix:
+        raise CoreError("shm-region-prefix-name must not contain '/'.", Code.INVALID_ARG)
+    longest = _platform.shm_prefix_max()
+    if len(prefix) > longest:
+        raise CoreError(
+            f"shm-region-prefix-name '{prefix}' is {len(prefix)} characters long: on this "
+            f"platform ({_platform.system()}) shared-memory names allow at most {longest} "
+            f"before the {_platform.SHM_SUFFIX_LEN} characters each segment adds",
+            Code.INVALID_ARG,
+        )
+    return prefix
+
+
 @dataclass(frozen=True)
 class BackendSettings:
     """The python backend's options, checked as Triton checks them (at each model load)."""
@@ -40,7 +60,9 @@ class BackendSettings:
     shm_default: int = MIB
     shm_growth: int = MIB
     stub_timeout_s: float = 30.0
-    shm_prefix: str = "triton_python_backend_shm_region_"
+    #: Triton's ``triton_python_backend_shm_region_``, or ``tpb_shm_`` where
+    #: shared-memory names are short (macOS: 31 characters)
+    shm_prefix: str = field(default_factory=_platform.default_shm_prefix)
     python: str = sys.executable
     #: microseconds a busy worker polls for its next message before sleeping (the
     #: server polls for a lone quick request's answer up to REPLY_POLL_CAP_US of it);
@@ -64,13 +86,7 @@ class BackendSettings:
             raise CoreError(
                 "stub-timeout-seconds can't be smaller than or equal to zero.", Code.INVALID_ARG
             )
-        prefix = values.get("shm-region-prefix-name", "triton_python_backend_shm_region_")
-        if not prefix:
-            raise CoreError(
-                "shm-region-prefix-name must at least contain one character.", Code.INVALID_ARG
-            )
-        if "/" in prefix:
-            raise CoreError("shm-region-prefix-name must not contain '/'.", Code.INVALID_ARG)
+        prefix = _shm_prefix(values)
         _int(values, "thread-pool-size", 32)  # accepted; workers need no thread pool here
         isolation = values.get("isolation", "process")
         if isolation not in ISOLATIONS:
@@ -91,15 +107,16 @@ class BackendSettings:
                    busy_wait_us=busy)  # fmt: skip
 
     def isolation_of(self, config: ModelConfig) -> str:
-        """The model's isolation: its ``ISOLATION`` parameter, else the server's."""
+        """The model's isolation: its ``ISOLATION`` parameter, else the server's; always
+        ``in-process`` where worker processes are not supported (Windows)."""
         param = config.parameters.get(ISOLATION_PARAMETER)
-        if param is None:
-            return self.isolation
-        value = param.string_value.strip()
+        value = self.isolation if param is None else param.string_value.strip()
         if value not in ISOLATIONS:
             raise CoreError(
                 f"unknown value '{value}' for parameter '{ISOLATION_PARAMETER}' (expected "
                 "'process' or 'in-process')",
                 Code.INVALID_ARG,
             )
+        if value == "process" and not _platform.workers_supported():
+            return "in-process"
         return value

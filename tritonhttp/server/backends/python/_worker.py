@@ -37,6 +37,7 @@ from triton_python_backend_utils._request import InferenceRequest, InferenceResp
 from triton_python_backend_utils._tensor import Tensor, bytes_items
 
 from ...core._admission import Admission
+from ...support import _platform
 from . import _messages as msg
 from ._arena import Consumer, Producer
 from ._convert import pb_request
@@ -164,13 +165,13 @@ class Channel:
     def _spin(self, deadline: float) -> list[msg.Message]:
         """Poll the socket until a message or ``deadline`` (:class:`MessagePoll`): a
         non-blocking ``recv`` between yields of the CPU."""
-        recv = self.sock.recv
+        recv, yield_cpu = self.sock.recv, _platform.yield_cpu
         while True:
             try:
                 data = recv(1 << 18, socket.MSG_DONTWAIT)
             except BlockingIOError:
                 if time.perf_counter() < deadline:
-                    os.sched_yield()  # whoever else wants this CPU goes first
+                    yield_cpu()  # whoever else wants this CPU goes first
                     continue
                 return []
             if not data:
@@ -590,24 +591,12 @@ class Worker:
         return pb_request(req, tensors, wanted, link), req.batch_size
 
 
-def _die_with_parent() -> None:
-    """Linux: be killed when the server process goes (whatever way it ends)."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-
-
 def main(argv: list[str], codec: ReplyCodec | None = None) -> int:
     """``<control fd> <descriptor fd> <server pid>``: serve the server until it says
     goodbye. ``codec``: the server's reply codec (:mod:`._direct`), None without one."""
-    _die_with_parent()
-    parent = int(argv[2]) if len(argv) > 2 else 0
-    if parent and os.getppid() != parent:
-        return 0
+    # killed when the server (or the zygote that forked this worker) goes, whatever way
+    # it ends; already gone: exits now
+    _platform.die_with_parent(int(argv[2]) if len(argv) > 2 else 0)
     # Triton's stubs ignore these: the server decides when an instance ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
