@@ -21,6 +21,7 @@ from .core._repository import Repository
 from .core._settings import LogSettings, TraceSettings
 from .front import HttpFrontend, MetricsApp, _reply
 from .http import HttpServer, UvicornServer
+from .support import _platform
 from .support._logging import configure_logging
 
 __all__ = ["Server", "StartupError"]
@@ -115,6 +116,12 @@ class Server:
         Enough for driving :attr:`http` in-process, e.g. with ``httpx.ASGITransport``.
         """
         o = self.options
+        if not _platform.workers_supported():
+            log.info(
+                "worker processes are not supported on this platform (%s): Python models "
+                "run in the server's process",
+                _platform.system(),
+            )
         self._install_pb_hooks()
         failed = await self.repository.load_startup(o.load_models)
         self._log_models()
