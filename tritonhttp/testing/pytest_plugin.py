@@ -18,14 +18,20 @@ Installed with ``tritonhttp[server]`` and registered as a pytest plugin (entry p
 ``triton_client`` is a shortcut: a connected client for the repository given by the
 ``triton_repository`` marker (``@pytest.mark.triton_repository("models")``) or by a
 ``triton_repository`` fixture the suite defines.
+
+A relative repository path is looked up in the directory of the test file first, then
+in the current directory. When a model fails to load, the fixture raises
+:class:`ModelLoadError` whose message names each failing model with the server's reason.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +43,57 @@ from ._process import free_port
 if TYPE_CHECKING:
     from tritonhttp import InferenceServerClient
 
-__all__ = ["ServedRepository", "triton_client", "triton_server"]
+__all__ = ["ModelLoadError", "ServedRepository", "triton_client", "triton_server"]
+
+#: the server's log lines that give a model's load failure (Triton's wording)
+_FAILURE = re.compile(
+    r"(?:failed to load '(?P<name>[^']+)' version (?P<version>\d+): (?P<reason>.*)"
+    r"|Poll failed for model directory '(?P<dir>[^']+)': (?P<poll>.*)"
+    r"|failed to load '(?P<model>[^']+)': (?P<why>.*))$"
+)
+
+
+class ModelLoadError(RuntimeError):
+    """The server did not start because models failed to load.
+
+    ``failures`` maps each failing model to the reasons the server gave for it.
+    """
+
+    def __init__(self, failures: dict[str, list[str]], detail: str = "") -> None:
+        self.failures = failures
+        lines = [f"  {name}: {reason}" for name, reasons in failures.items() for reason in reasons]
+        text = "models failed to load:\n" + "\n".join(lines)
+        super().__init__(text + (f"\n{detail}" if detail else ""))
+
+
+def load_failures(messages: Iterable[str]) -> dict[str, list[str]]:
+    """The load failures named in server log messages (or whole log lines)."""
+    failures: dict[str, list[str]] = {}
+    for raw in messages:
+        text = raw.split("] ", 1)[1] if re.match(r"^[IWEV]\d{4} ", raw) else raw
+        match = _FAILURE.search(text.strip())
+        if match is None:
+            continue
+        if match["name"]:
+            name, reason = match["name"], f"version {match['version']}: {match['reason']}"
+        elif match["dir"]:
+            name, reason = match["dir"], match["poll"]
+        else:
+            name, reason = match["model"], match["why"]
+        failures.setdefault(name, []).append(reason)
+    return failures
+
+
+class _Collect(logging.Handler):
+    """Keeps the server's error messages (load failures) while it starts."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            self.messages.append(record.getMessage())
 
 
 class _ThreadedServer:
@@ -52,10 +108,20 @@ class _ThreadedServer:
         self._thread = threading.Thread(target=self._run, name="tritonhttp-server", daemon=True)
 
     def start(self, timeout: float = 120.0) -> None:
-        self._thread.start()
-        if not self._ready.wait(timeout):
+        collect = _Collect()
+        logger = logging.getLogger("tritonhttp.server")
+        logger.addHandler(collect)
+        try:
+            self._thread.start()
+            started = self._ready.wait(timeout)
+        finally:
+            logger.removeHandler(collect)
+        if not started:
             raise RuntimeError(f"the server did not start within {timeout} s")
         if self._error is not None:
+            failures = load_failures(collect.messages)
+            if failures:
+                raise ModelLoadError(failures, str(self._error)) from self._error
             raise RuntimeError(f"the server did not start: {self._error}") from self._error
 
     def _run(self) -> None:
@@ -119,16 +185,41 @@ class ServedRepository:
 ServeRepository = Callable[..., ServedRepository]
 
 
+def _resolve(repository: str | Path, test_dir: Path) -> Path:
+    """A repository path: relative ones from the test file's directory, else from here."""
+    path = Path(repository).expanduser()
+    if path.is_absolute():
+        return path
+    beside = test_dir / path
+    return beside.resolve() if beside.is_dir() or not path.is_dir() else path.resolve()
+
+
+def _start_process(repository: Path, flags: list[str]) -> Any:
+    """The server as a child process; ModelLoadError when models failed to load."""
+    from ..server import _launch
+
+    try:
+        return _launch.start(repository, *flags)
+    except RuntimeError as e:
+        failures = load_failures(str(e).splitlines())
+        if failures:
+            raise ModelLoadError(failures) from None
+        raise
+
+
 @pytest.fixture
-def triton_server() -> Iterator[ServeRepository]:
+def triton_server(request: pytest.FixtureRequest) -> Iterator[ServeRepository]:
     """``triton_server(repository, isolation="in-process", models=None, args=())``.
 
     Serves ``repository`` (all models, or only ``models``) with tritonhttp's server and
     returns a :class:`ServedRepository` whose ``client`` is a connected
     ``tritonhttp.InferenceServerClient``. ``args`` are extra server flags
-    (tritonserver's names). Everything stops when the test ends.
+    (tritonserver's names). A relative ``repository`` is found in the test file's
+    directory (else the current one). Raises :class:`ModelLoadError` naming each model
+    that failed to load and why. Everything stops when the test ends.
     """
     served: list[ServedRepository] = []
+    test_dir = Path(str(request.path)).parent
 
     def serve(
         repository: str | Path,
@@ -143,10 +234,9 @@ def triton_server() -> Iterator[ServeRepository]:
         flags = [f"--python-isolation={isolation}", *args]
         if models is not None:
             flags += ["--model-control-mode=explicit", *(f"--load-model={m}" for m in models)]
+        repository = _resolve(repository, test_dir)
         if isolation == "process":
-            from ..server import _launch
-
-            process = _launch.start(repository, *flags)
+            process = _start_process(repository, flags)
             url = process.url
 
             def stop() -> None:
@@ -155,7 +245,7 @@ def triton_server() -> Iterator[ServeRepository]:
         else:
             port = free_port()
             threaded = _ThreadedServer(
-                [f"--model-repository={Path(repository).resolve()}", f"--http-port={port}",
+                [f"--model-repository={repository}", f"--http-port={port}",
                  "--allow-metrics=false", *flags]
             )  # fmt: skip
             threaded.start()
