@@ -2,11 +2,14 @@
 
 The differential tier needs the *real* Triton Inference Server. ``real_triton`` provisions
 it from ``nvidia-pytriton`` (cached venv, see ``tritonhttp.testing._real_triton``) and
-serves ``tests/models``; it skips only where the platform cannot run tritonserver.
+serves ``tests/models``; it skips only where the platform cannot run tritonserver, and
+fails instead when ``TRITONHTTP_REQUIRE_REAL_TRITON=1`` (``.ci/run`` sets it: CI must not
+pass with the differential tier skipped). A provisioning failure is always an error.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -37,14 +40,24 @@ def model_repo(tmp_path_factory: pytest.TempPathFactory) -> ModelRepo:
 
 
 RealTritonFactory = Callable[..., rt.RealTriton]
+#: set to 1 to make the differential tier fail, not skip, where real Triton cannot run
+REQUIRE_REAL_TRITON = "TRITONHTTP_REQUIRE_REAL_TRITON"
+
+
+def skip_without_real_triton(problem: str | None) -> None:
+    """Skip for ``problem`` (why real Triton cannot run here; None: it can), or fail
+    when :data:`REQUIRE_REAL_TRITON` is ``1``."""
+    if not problem:
+        return
+    if os.environ.get(REQUIRE_REAL_TRITON, "").strip() == "1":
+        pytest.fail(f"{REQUIRE_REAL_TRITON}=1 but real Triton cannot run: {problem}")
+    pytest.skip(f"real Triton unavailable: {problem}")
 
 
 @pytest.fixture(scope="session")
 def real_triton_factory() -> Iterator[RealTritonFactory]:
     """Start real tritonserver for (repository, *args), once per distinct combination."""
-    problem = rt.platform_problem()
-    if problem:
-        pytest.skip(f"real Triton unavailable: {problem}")
+    skip_without_real_triton(rt.platform_problem())
     rt.ensure_installed()
     pool = ServerPool(rt.start, MODELS)
     yield pool
