@@ -2,7 +2,8 @@
 
 ``import tritonhttp as httpclient`` gives the same names as ``import tritonclient.http as
 httpclient``: the client, the tensor classes, the exception, the plugin hook, and (as
-module attributes) the helpers of ``tritonhttp.utils``.
+module attributes) the helpers of ``tritonhttp.utils``; new here, :class:`Retry` (the
+``retries=`` policy of both clients).
 """
 
 import struct  # noqa: F401  (tritonclient.http exposes it as an attribute)
@@ -13,6 +14,7 @@ import numpy as np  # noqa: F401  (idem)
 from ._client import InferAsyncRequest, InferenceServerClient
 from ._errors import InferenceServerException
 from ._plugin import InferenceServerClientPlugin, Request
+from ._routing import Retry
 from ._tensors import InferInput, InferRequestedOutput, InferResult
 from .utils import (  # noqa: F401  (re-exported as attributes, like tritonclient.http)
     TRITON_RESERVED_REQUEST_PARAMS,
@@ -34,4 +36,5 @@ __all__ = [
     "InferenceServerClientPlugin",
     "InferenceServerException",
     "Request",
+    "Retry",
 ]

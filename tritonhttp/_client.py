@@ -9,22 +9,30 @@ thread pool and returns at once.
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import ssl as _ssl
+import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from . import _tracing
 from ._client_common import USER_AGENT, ClientCommon, print_sent, result_of
 from ._errors import (
     ClientClosedError,
     InferenceServerException,
+    RequestCancelled,
     TransportError,
     raise_error,
 )
 from ._generate import GenerateStream
-from ._protocol import Call, Endpoints, RequestContext, parse_server_url
+from ._protocol import Call, Endpoints, Prepared, RequestContext, Response, parse_server_url
+from ._routing import ROUND_ROBIN, Retry, ServerSet, check_policy, resolve_retry, server_urls
+from ._routing import retry_after as _retry_after
+from ._routing import unsent as _unsent
 from ._tensors import InferInput, InferRequestedOutput, InferResult
-from ._transport import ConnectionPool, ResponseStream, make_ssl_context
+from ._transport import Cancel, ConnectionPool, ResponseStream, make_ssl_context
 
 __all__ = ["InferAsyncRequest", "InferenceServerClient"]
 
@@ -42,9 +50,30 @@ class InferAsyncRequest:
         self,
         greenlet: concurrent.futures.Future[InferResult | BaseException],
         verbose: bool = False,
+        cancel: Cancel | None = None,
+        on_dropped: Callable[[], None] | None = None,
     ) -> None:
         self._future = greenlet
         self._verbose = verbose
+        self._cancel = cancel
+        self._on_dropped = on_dropped
+
+    def cancel(self) -> bool:
+        """Stop the request: False when it had already finished, else True.
+
+        A request still waiting for a thread is never sent; one on the wire has its
+        connection closed at once (the bundled server then cancels it: a queued request
+        never runs, a running one sees ``request.is_cancelled()``). ``get_result`` then
+        raises ``RequestCancelled`` (an ``InferenceServerException``).
+        """
+        if self._future.cancel():
+            if self._on_dropped is not None:
+                self._on_dropped()
+            return True
+        if self._future.done() or self._cancel is None:
+            return False
+        self._cancel.cancel()
+        return True
 
     def get_result(self, block: bool = True, timeout: float | None = None) -> InferResult:
         """Wait for and return the :class:`InferResult` (from any thread, any number of times).
@@ -60,6 +89,8 @@ class InferAsyncRequest:
             outcome = self._future.result(timeout=timeout if block else 0)
         except concurrent.futures.TimeoutError:
             raise_error("failed to obtain inference response")
+        except concurrent.futures.CancelledError:
+            raise RequestCancelled("the request was cancelled") from None
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
@@ -77,11 +108,14 @@ class InferenceServerClient(ClientCommon):
 
     Args:
         url: ``host:port`` with an optional base path (``gw:443/triton``); no scheme.
+            A list of such URLs spreads the calls over several servers (see
+            ``load_balancing``).
         verbose: print every request and response to stdout.
         concurrency: the maximum number of simultaneous connections (and of requests on
-            the wire).
+            the wire), per server.
         connection_timeout: seconds to establish a connection (None: no limit).
-        network_timeout: seconds for each send or receive on a socket (None: no limit).
+        network_timeout: seconds for each send or receive on a socket (None: no limit);
+            a call that runs out of it has its connection closed.
         max_greenlets: the maximum number of outstanding ``async_infer`` requests
             (``async_infer`` blocks while that many are pending); None: unbounded.
         ssl: use HTTPS.
@@ -89,16 +123,32 @@ class InferenceServerClient(ClientCommon):
             ``verify_flags``, ``server_hostname`` (and ``cert_reqs``).
         ssl_context_factory: a callable returning an ``ssl.SSLContext``.
         insecure: do not check the server's host name against its certificate.
+        load_balancing: with several servers, ``"round_robin"`` (each call goes to the
+            next healthy server) or ``"failover"`` (to the first healthy one in the
+            list). A server that refuses a connection or times out connecting is set
+            aside and probed again after ``server_backoff``; a call that could not
+            connect goes to the next server. Health and metadata calls answer for the
+            server they reached.
+        server_backoff: ``(initial, maximum)`` seconds a server that failed to connect
+            is set aside (doubled at each further failure).
+        retries: how failed calls are sent again: an int (``Retry(total=n)``) or a
+            :class:`tritonhttp.Retry`; 0: never (beyond one resend on a fresh
+            connection when a kept-alive one turned out closed).
+        propagate_trace_context: send the current OpenTelemetry span's W3C
+            ``traceparent``/``tracestate`` with every call (when ``opentelemetry-api``
+            is in use); a client span per call is recorded when a tracer provider is
+            configured.
 
     Raises:
-        InferenceServerException: the URL includes a scheme or is invalid.
+        InferenceServerException: the URL includes a scheme or is invalid, or another
+            argument is invalid.
     """
 
     _executor: concurrent.futures.ThreadPoolExecutor | None = None
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         verbose: bool = False,
         concurrency: int = 1,
         connection_timeout: float | None = 60.0,
@@ -108,38 +158,59 @@ class InferenceServerClient(ClientCommon):
         ssl_options: Mapping[str, Any] | None = None,
         ssl_context_factory: Callable[..., _ssl.SSLContext] | None = None,
         insecure: bool = False,
+        *,
+        load_balancing: str = ROUND_ROBIN,
+        server_backoff: tuple[float, float] = (1.0, 30.0),
+        retries: int | Retry = 0,
+        propagate_trace_context: bool = True,
     ) -> None:
         super().__init__()
-        address = parse_server_url(url, ssl)
+        addresses = [parse_server_url(u, ssl) for u in server_urls(url)]
+        address = addresses[0]
         self._address = address
         self._base_uri = address.base_path
         self._host = address.host_header
         self._verbose = verbose
+        backoff = check_policy(load_balancing, server_backoff)
+        self._retry = resolve_retry(retries)
+        self._propagate = bool(propagate_trace_context)
         ssl_context = None
         server_hostname = None
         if ssl:
             try:
                 ssl_context = make_ssl_context(ssl_options, ssl_context_factory, insecure)
             except (OSError, ValueError) as e:
-                raise InferenceServerException(msg=f"invalid SSL configuration: {e}") from e
+                raise InferenceServerException(msg=f"invalid SSL configuration: {e}") from None
             server_hostname = (ssl_options or {}).get("server_hostname")
         try:
-            self._pool = ConnectionPool(
-                address,
-                concurrency,
-                connection_timeout,
-                network_timeout,
-                ssl_context,
-                server_hostname,
-            )
+            pools = [
+                ConnectionPool(
+                    a,
+                    concurrency,
+                    connection_timeout,
+                    network_timeout,
+                    ssl_context,
+                    server_hostname,
+                )
+                for a in addresses
+            ]
         except ValueError as e:
             raise InferenceServerException(msg=str(e)) from None
+        self._addresses = addresses
+        self._pools = pools
+        self._pool = pools[0]
         self._concurrency = concurrency
         if max_greenlets is not None and max_greenlets < 1:
             raise InferenceServerException(msg="max_greenlets must be a positive integer or None")
         self._pending = threading.BoundedSemaphore(max_greenlets) if max_greenlets else None
         self._executor_lock = threading.Lock()
-        self._context = RequestContext(address.base_path, self._host, USER_AGENT, verbose)
+        self._contexts = [
+            RequestContext(a.base_path, a.host_header, USER_AGENT, verbose) for a in addresses
+        ]
+        self._context = self._contexts[0]
+        self._servers = ServerSet(len(addresses), load_balancing, *backoff)
+        # one server, no retries: each call goes straight to the one pool
+        self._direct = len(addresses) == 1 and not self._retry.total
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -153,10 +224,13 @@ class InferenceServerClient(ClientCommon):
     def _abandon(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=False)
-        self._pool.close()
+        for pool in self._pools:
+            pool.close()
 
     def __repr__(self) -> str:
-        return f"<InferenceServerClient {self._address.url}>"
+        if len(self._addresses) == 1:
+            return f"<InferenceServerClient {self._address.url}>"
+        return f"<InferenceServerClient {[a.url for a in self._addresses]}>"
 
     def close(self) -> None:
         """Wait for outstanding ``async_infer`` requests, then close all connections.
@@ -170,7 +244,8 @@ class InferenceServerClient(ClientCommon):
             executor = self._executor
         if executor is not None:
             executor.shutdown(wait=True)
-        self._pool.close()
+        for pool in self._pools:
+            pool.close()
 
     # -- request pipeline ----------------------------------------------------------------
 
@@ -180,20 +255,126 @@ class InferenceServerClient(ClientCommon):
         headers: Mapping[str, Any] | None,
         query_params: Mapping[str, Any] | None,
         queued: bool = False,
+        cancel: Cancel | None = None,
     ) -> Any:
         """Send ``call`` and return its result (see ``_protocol.interpret``).
 
-        ``queued``: an async_infer request accepted before close(), which waits for it.
+        ``queued``: an async_infer request accepted before close(), which waits for it;
+        ``cancel``: lets another thread stop the request.
         """
         if self._closed and not queued:
             raise ClientClosedError("the client has been closed")
-        prepared = self._context.prepare(call, headers, query_params, self._plugin)
-        response = self._pool.request(
-            prepared.head, prepared.body, prepared.size, idempotent=prepared.idempotent
-        )
+        if "opentelemetry.trace" in sys.modules:
+            return self._traced(call, headers, query_params, cancel)
+        if self._direct:
+            prepared = self._context.prepare(call, headers, query_params, self._plugin)
+            response = self._pool.request(
+                prepared.head,
+                prepared.body,
+                prepared.size,
+                idempotent=prepared.idempotent,
+                cancel=cancel,
+            )
+        else:
+            response = self._routed(call, headers, query_params, cancel)[0]
         if self._verbose:
             print(response)
         return result_of(call, response, self._verbose)
+
+    def _traced(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        cancel: Cancel | None,
+    ) -> Any:
+        """:meth:`_call` when OpenTelemetry is in use: trace context and client span."""
+        span, headers = _tracing.begin(call, headers, self._address, self._propagate)
+        index = 0
+        try:
+            response, index = self._routed(call, headers, query_params, cancel)
+        except BaseException as e:
+            _tracing.fail(span, e)
+            raise
+        _tracing.answered(span, response.status, self._addresses[index])
+        if self._verbose:
+            print(response)
+        return result_of(call, response, self._verbose)
+
+    def _send_to(
+        self,
+        index: int,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        cancel: Cancel | None,
+    ) -> Response:
+        prepared = self._contexts[index].prepare(call, headers, query_params, self._plugin)
+        return self._pools[index].request(
+            prepared.head,
+            prepared.body,
+            prepared.size,
+            idempotent=prepared.idempotent,
+            cancel=cancel,
+        )
+
+    def _routed(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        cancel: Cancel | None,
+    ) -> tuple[Response, int]:
+        """Send ``call`` over the servers with the retry policy: the answer, and the
+        index of the server that gave it."""
+        retry = self._retry
+        attempt = 0
+        while True:
+            wait = None
+            try:
+                response, index = self._one_round(call, headers, query_params, cancel)
+            except TransportError as e:
+                if attempt >= retry.total or not retry.on_error(call, e):
+                    raise
+                wait = retry.backoff(attempt + 1)
+            else:
+                if attempt >= retry.total or not retry.on_status(call, response.status):
+                    return response, index
+                wait = retry.backoff(attempt + 1, _retry_after(response.get("Retry-After")))
+            attempt += 1
+            if cancel is not None and cancel.cancelled:
+                raise RequestCancelled("the request was cancelled")
+            if wait:
+                time.sleep(wait)
+
+    def _one_round(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        cancel: Cancel | None,
+    ) -> tuple[Response, int]:
+        """One try over the servers: the next server whenever a connection could not
+        be opened (nothing was sent); the answer and its server's index."""
+        servers = self._servers
+        last: TransportError | None = None
+        for index in servers.order():
+            try:
+                response = self._send_to(index, call, headers, query_params, cancel)
+            except TransportError as e:
+                if not _unsent(e):
+                    servers.released(index)
+                    raise
+                servers.failed(index)
+                last = e
+                continue
+            except BaseException:
+                servers.released(index)
+                raise
+            servers.succeeded(index)
+            return response, index
+        assert last is not None
+        raise last
 
     def _json(
         self, call: Call, headers: Mapping[str, Any] | None, query_params: Mapping[str, Any] | None
@@ -511,23 +692,40 @@ class InferenceServerClient(ClientCommon):
         pending = self._pending
         if pending is not None:
             pending.acquire()
+        cancel = Cancel()
         try:
-            future = executor.submit(self._run_async, call, headers, query_params)
+            if "opentelemetry.context" in sys.modules:  # the caller's span goes along
+                future = executor.submit(
+                    contextvars.copy_context().run,
+                    self._run_async,
+                    call,
+                    headers,
+                    query_params,
+                    cancel,
+                )
+            else:
+                future = executor.submit(self._run_async, call, headers, query_params, cancel)
         except RuntimeError:  # shut down meanwhile
             if pending is not None:
                 pending.release()
             raise ClientClosedError("the client has been closed") from None
         if self._verbose:
             print_sent(request_id)
-        return InferAsyncRequest(future, self._verbose)
+        return InferAsyncRequest(
+            future, self._verbose, cancel, pending.release if pending is not None else None
+        )
 
     def _run_async(
-        self, call: Call, headers: Mapping[str, Any] | None, query_params: Mapping[str, Any] | None
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        cancel: Cancel,
     ) -> InferResult | BaseException:
         # The outcome is returned, never raised: a TimeoutError raised by the request
         # must not look like get_result's own wait timing out.
         try:
-            result: InferResult = self._call(call, headers, query_params, True)
+            result: InferResult = self._call(call, headers, query_params, True, cancel)
             return result
         except Exception as e:
             return e
@@ -586,16 +784,61 @@ class InferenceServerClient(ClientCommon):
         if self._closed:
             raise ClientClosedError("the client has been closed")
         call = Endpoints.generate(model_name, model_version, inputs, parameters, stream=True)
-        prepared = self._context.prepare(call, headers, query_params, self._plugin)
+        span = None
+        if "opentelemetry.trace" in sys.modules:
+            span, headers = _tracing.begin(call, headers, self._address, self._propagate)
+        try:
+            first = self._context.prepare(call, headers, query_params, self._plugin)
+        except BaseException as e:
+            _tracing.fail(span, e)
+            raise
 
         def start() -> ResponseStream:
             if self._closed:
                 raise ClientClosedError("the client has been closed")
-            return self._pool.open_stream(
-                prepared.head, prepared.body, prepared.size, idempotent=False
-            )
+            try:
+                stream, index = self._open_stream(call, headers, query_params, first)
+            except BaseException as e:
+                _tracing.fail(span, e)
+                raise
+            _tracing.answered(span, stream.head.status, self._addresses[index])
+            return stream
 
         return GenerateStream(start, self._verbose)
+
+    def _open_stream(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        first: Prepared,
+    ) -> tuple[ResponseStream, int]:
+        """Open a streamed answer on the first server that takes a connection
+        (``first``: the request prepared for the first server)."""
+        servers = self._servers
+        last: TransportError | None = None
+        for index in servers.order():
+            prepared = first
+            if index:
+                prepared = self._contexts[index].prepare(call, headers, query_params, self._plugin)
+            try:
+                stream = self._pools[index].open_stream(
+                    prepared.head, prepared.body, prepared.size, idempotent=False
+                )
+            except TransportError as e:
+                if not _unsent(e):
+                    servers.released(index)
+                    raise
+                servers.failed(index)
+                last = e
+                continue
+            except BaseException:
+                servers.released(index)
+                raise
+            servers.succeeded(index)
+            return stream, index
+        assert last is not None
+        raise last
 
     def _make_executor(self) -> concurrent.futures.ThreadPoolExecutor:
         with self._executor_lock:

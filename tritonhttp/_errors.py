@@ -56,6 +56,7 @@ __all__ = [
     "PoolTimeout",
     "ProtocolError",
     "ReadTimeout",
+    "RequestCancelled",
     "ServerError",
     "ServerInternalError",
     "ServiceUnavailableError",
@@ -188,6 +189,11 @@ class _InvalidType(InferenceServerException, TypeError):
 
 class ClientClosedError(InferenceServerException, RuntimeError):
     """The client was used after ``close()`` (also a ``RuntimeError``, as before)."""
+
+
+class RequestCancelled(InferenceServerException):
+    """The caller cancelled the request (``InferAsyncRequest.cancel()``); its connection
+    was closed, which the bundled server turns into Triton's cancellation."""
 
 
 class ServerError(InferenceServerException):

@@ -22,10 +22,10 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ._errors import ClientClosedError, TransportError, transport_error
+from ._errors import ClientClosedError, RequestCancelled, TransportError, transport_error
 from ._protocol import Buffer, Response, ResponseReader, ServerAddress
 
-__all__ = ["ConnectionPool", "ResponseStream", "make_ssl_context"]
+__all__ = ["Cancel", "ConnectionPool", "ResponseStream", "make_ssl_context"]
 
 _T = TypeVar("_T")
 
@@ -81,6 +81,38 @@ class _Failure(Exception):
         self.cause = cause
         self.sent_all = sent_all
         self.answered = answered
+
+
+class Cancel:
+    """Lets any thread stop one request: the socket it uses is shut down at once.
+
+    The pool attaches the request's connection while the exchange runs; :meth:`cancel`
+    shuts that socket down (the exchange then fails with ``RequestCancelled`` and the
+    connection is closed, never reused), or makes a request not yet sent fail before
+    it is.
+    """
+
+    __slots__ = ("_conn", "_lock", "cancelled")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conn: _Connection | None = None
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Stop the request (idempotent; no effect once it is over)."""
+        with self._lock:
+            self.cancelled = True
+            conn = self._conn
+        if conn is not None:
+            conn.shutdown()
+
+    def attach(self, conn: _Connection | None) -> None:
+        """The exchange runs on ``conn`` from now on (None: it is over)."""
+        with self._lock:
+            if conn is not None and self.cancelled:
+                raise RequestCancelled("the request was cancelled")
+            self._conn = conn
 
 
 class _Connection:
@@ -226,6 +258,11 @@ class _Connection:
         if pending:
             sock.sendall(b"".join(pending))
 
+    def shutdown(self) -> None:
+        """Stop the exchange in progress from another thread (its receive returns)."""
+        with contextlib.suppress(OSError, ValueError):
+            socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
+
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self._sock.close()
@@ -263,14 +300,21 @@ class ConnectionPool:
         return self._closed
 
     def request(
-        self, head: bytes, body: Sequence[Buffer], size: int, *, idempotent: bool
+        self,
+        head: bytes,
+        body: Sequence[Buffer],
+        size: int,
+        *,
+        idempotent: bool,
+        cancel: Cancel | None = None,
     ) -> Response:
         """Send a request (head bytes + body buffers of ``size`` bytes); the response.
 
         Raises a ``TransportError`` subclass naming the server URL when no response
-        could be obtained, ``ClientClosedError`` after :meth:`close`.
+        could be obtained, ``ClientClosedError`` after :meth:`close`,
+        ``RequestCancelled`` when ``cancel`` stopped it.
         """
-        conn, response = self._start(lambda c: c.exchange(head, body, size), idempotent)
+        conn, response = self._start(lambda c: c.exchange(head, body, size), idempotent, cancel)
         try:
             self._checkin(conn, response.keep_alive)
         finally:
@@ -287,7 +331,9 @@ class ConnectionPool:
         conn, reader = self._start(lambda c: c.start(head, body, size), idempotent)
         return ResponseStream(self, conn, reader)
 
-    def _start(self, run: Callable[[_Connection], _T], idempotent: bool) -> tuple[_Connection, _T]:
+    def _start(
+        self, run: Callable[[_Connection], _T], idempotent: bool, cancel: Cancel | None = None
+    ) -> tuple[_Connection, _T]:
         """Take a pool slot and a connection, and ``run`` the exchange on it.
 
         Returns the connection used and ``run``'s outcome; the slot stays taken (the
@@ -302,7 +348,13 @@ class ConnectionPool:
             if conn is None:
                 conn = self._connect()
             try:
-                return self._exchange(conn, run, reused, idempotent)
+                if cancel is None:
+                    return self._exchange(conn, run, reused, idempotent, None)
+                try:
+                    cancel.attach(conn)
+                    return self._exchange(conn, run, reused, idempotent, cancel)
+                finally:
+                    cancel.attach(None)
             except BaseException:
                 conn.close()  # e.g. KeyboardInterrupt mid-response: never reuse it
                 raise
@@ -316,6 +368,7 @@ class ConnectionPool:
         run: Callable[[_Connection], _T],
         reused: bool,
         idempotent: bool,
+        cancel: Cancel | None,
     ) -> tuple[_Connection, _T]:
         """``run(conn)``'s outcome, and the connection it used (a fresh one after a retry)."""
         try:
@@ -323,6 +376,8 @@ class ConnectionPool:
         except _Failure as failure:
             conn.close()
             cause = failure.cause
+            if cancel is not None and cancel.cancelled:
+                raise RequestCancelled("the request was cancelled") from None
             retry = (
                 reused
                 and not failure.answered
@@ -333,9 +388,13 @@ class ConnectionPool:
                 raise self._error(cause) from cause
         fresh = self._connect()
         try:
+            if cancel is not None:
+                cancel.attach(fresh)
             outcome = run(fresh)
         except _Failure as again:
             fresh.close()
+            if cancel is not None and cancel.cancelled:
+                raise RequestCancelled("the request was cancelled") from None
             raise self._error(again.cause) from again.cause
         except BaseException:
             fresh.close()

@@ -10,12 +10,17 @@ from __future__ import annotations
 import asyncio
 import http
 import ssl as _ssl
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
+from .. import _tracing
 from .._client_common import USER_AGENT, ClientCommon, print_sent, result_of
 from .._errors import ClientClosedError, InferenceServerException, TransportError
 from .._protocol import Call, Endpoints, Prepared, RequestContext, Response, parse_server_url
+from .._routing import ROUND_ROBIN, Retry, ServerSet, check_policy, resolve_retry, server_urls
+from .._routing import retry_after as _retry_after
+from .._routing import unsent as _unsent
 from .._tensors import InferInput, InferRequestedOutput, InferResult
 from ._httpx import HttpxTransport
 from ._pool import ConnectionPool
@@ -56,11 +61,14 @@ class InferenceServerClient(ClientCommon):
     ``await client.close()`` or ``async with``.
 
     Args:
-        url: ``host:port`` with an optional base path; no scheme.
+        url: ``host:port`` with an optional base path; no scheme. A list of such URLs
+            spreads the calls over several servers (see ``load_balancing``).
         verbose: print every request and response to stdout.
-        conn_limit: the maximum number of simultaneous connections (0: no limit).
+        conn_limit: the maximum number of simultaneous connections (0: no limit), per
+            server.
         conn_timeout: seconds for a whole call (None or 0: no limit), as in
-            tritonclient; for ``generate_stream``, until the answer starts.
+            tritonclient; for ``generate_stream``, until the answer starts. A call that
+            runs out of time has its connection closed at once.
         ssl: use HTTPS.
         ssl_context: the ``ssl.SSLContext`` for HTTPS (default: certificate and host
             name verified against the system's trust store).
@@ -70,9 +78,20 @@ class InferenceServerClient(ClientCommon):
         pool_timeout: seconds to wait for a free connection (None: no limit).
         http_client: an ``httpx.AsyncClient`` to send the requests with (proxies, custom
             auth, mocks, ``httpx.ASGITransport``); it stays yours to close.
+        load_balancing: with several servers, ``"round_robin"`` or ``"failover"``; a
+            server that refuses a connection or times out connecting is set aside and
+            probed again after ``server_backoff``, and the call goes to the next server.
+        server_backoff: ``(initial, maximum)`` seconds a server that failed to connect
+            is set aside (doubled at each further failure).
+        retries: how failed calls are sent again: an int (``Retry(total=n)``) or a
+            :class:`tritonhttp.Retry`; 0: never. Each try has the call's time limits.
+        propagate_trace_context: send the current OpenTelemetry span's W3C trace
+            context with every call (when ``opentelemetry-api`` is in use); a client
+            span per call is recorded when a tracer provider is configured.
 
     Every coroutine also takes a keyword-only ``client_timeout``: seconds for that
     call (replacing ``conn_timeout``), None for no limit, or a :class:`Timeouts`.
+    Cancelling the task awaiting a call closes its connection at once.
 
     Raises:
         InferenceServerException: the URL includes a scheme or an argument is invalid.
@@ -80,7 +99,7 @@ class InferenceServerClient(ClientCommon):
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         verbose: bool = False,
         conn_limit: int | None = 100,
         conn_timeout: float | None = 60.0,
@@ -91,10 +110,16 @@ class InferenceServerClient(ClientCommon):
         read_timeout: float | None = None,
         pool_timeout: float | None = None,
         http_client: Any = None,
+        load_balancing: str = ROUND_ROBIN,
+        server_backoff: tuple[float, float] = (1.0, 30.0),
+        retries: int | Retry = 0,
+        propagate_trace_context: bool = True,
     ) -> None:
         super().__init__()
-        address = parse_server_url(url, ssl)
+        addresses = [parse_server_url(u, ssl) for u in server_urls(url)]
+        address = addresses[0]
         self._address = address
+        self._addresses = addresses
         self._verbose = verbose
         if conn_limit is not None and (
             isinstance(conn_limit, bool) or not isinstance(conn_limit, int) or conn_limit < 0
@@ -109,26 +134,38 @@ class InferenceServerClient(ClientCommon):
             _seconds("read_timeout", read_timeout),
             _seconds("pool_timeout", pool_timeout),
         )
-        self._transport: ConnectionPool | HttpxTransport
+        backoff = check_policy(load_balancing, server_backoff)
+        self._retry = resolve_retry(retries)
+        self._propagate = bool(propagate_trace_context)
+        self._transports: list[ConnectionPool | HttpxTransport] = []
         if http_client is not None:
             try:
-                self._transport = HttpxTransport(http_client, address)
+                self._transports = [HttpxTransport(http_client, a) for a in addresses]
             except TypeError as e:
                 raise InferenceServerException(msg=str(e)) from None
         else:
             context = None
             if ssl:
                 context = ssl_context if ssl_context is not None else _ssl.create_default_context()
-            self._transport = ConnectionPool(address, conn_limit or None, context)
-        self._origin = f"{address.scheme}://{address.host_header}"
-        self._context = RequestContext(
-            address.base_path,
-            address.host_header,
-            USER_AGENT,
-            verbose,
-            fields=http_client is not None,
-            printed_origin=self._origin,
-        )
+            self._transports = [ConnectionPool(a, conn_limit or None, context) for a in addresses]
+        self._transport = self._transports[0]
+        self._origins = [f"{a.scheme}://{a.host_header}" for a in addresses]
+        self._origin = self._origins[0]
+        self._contexts = [
+            RequestContext(
+                a.base_path,
+                a.host_header,
+                USER_AGENT,
+                verbose,
+                fields=http_client is not None,
+                printed_origin=origin,
+            )
+            for a, origin in zip(addresses, self._origins, strict=True)
+        ]
+        self._context = self._contexts[0]
+        self._servers = ServerSet(len(addresses), load_balancing, *backoff)
+        # one server, no retries: each call goes straight to the one transport
+        self._direct = len(addresses) == 1 and not self._retry.total
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -148,13 +185,17 @@ class InferenceServerClient(ClientCommon):
         if self._closed:
             return
         self._closed = True
-        await self._transport.aclose()
+        for transport in self._transports:
+            await transport.aclose()
 
     def _abandon(self) -> None:
-        self._transport.abort_all()
+        for transport in self._transports:
+            transport.abort_all()
 
     def __repr__(self) -> str:
-        return f"<tritonhttp.aio.InferenceServerClient {self._address.url}>"
+        if len(self._addresses) == 1:
+            return f"<tritonhttp.aio.InferenceServerClient {self._address.url}>"
+        return f"<tritonhttp.aio.InferenceServerClient {[a.url for a in self._addresses]}>"
 
     # -- request pipeline ----------------------------------------------------------------
 
@@ -181,6 +222,27 @@ class InferenceServerClient(ClientCommon):
             print(_VerboseResponse(self._origin + prepared.target, response))
         return result_of(call, response, self._verbose)
 
+    def _begin(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        limits: Limits,
+    ) -> Coroutine[Any, Any, Any]:
+        """Check and prepare ``call`` now; the coroutine that sends it and gives its
+        result (over the servers, with the retry policy and a client span as set)."""
+        span = None
+        if "opentelemetry.trace" in sys.modules:
+            span, headers = _tracing.begin(call, headers, self._address, self._propagate)
+        try:
+            prepared = self._prepare(call, headers, query_params)
+        except BaseException as e:
+            _tracing.fail(span, e)
+            raise
+        if self._direct and span is None:
+            return self._send(call, prepared, limits)
+        return self._send_routed(call, headers, query_params, limits, prepared, span)
+
     async def _call(
         self,
         call: Call,
@@ -189,7 +251,93 @@ class InferenceServerClient(ClientCommon):
         client_timeout: ClientTimeout,
     ) -> Any:
         limits = self._limits_for(client_timeout)
-        return await self._send(call, self._prepare(call, headers, query_params), limits)
+        return await self._begin(call, headers, query_params, limits)
+
+    async def _send_routed(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        limits: Limits,
+        first: Prepared,
+        span: Any,
+    ) -> Any:
+        try:
+            response, index, prepared = await self._routed(
+                call, headers, query_params, limits, first
+            )
+        except BaseException as e:
+            _tracing.fail(span, e)
+            raise
+        _tracing.answered(span, response.status, self._addresses[index])
+        if self._verbose:
+            print(_VerboseResponse(self._origins[index] + prepared.target, response))
+        return result_of(call, response, self._verbose)
+
+    async def _routed(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        limits: Limits,
+        first: Prepared,
+    ) -> tuple[Response, int, Prepared]:
+        """Send ``call`` over the servers with the retry policy: the answer, the index
+        of the server that gave it and the request it answered."""
+        retry = self._retry
+        attempt = 0
+        while True:
+            try:
+                outcome = await self._one_round(call, headers, query_params, limits, first)
+            except TransportError as e:
+                if attempt >= retry.total or not retry.on_error(call, e):
+                    raise
+                wait = retry.backoff(attempt + 1)
+            else:
+                status = outcome[0].status
+                if attempt >= retry.total or not retry.on_status(call, status):
+                    return outcome
+                wait = retry.backoff(attempt + 1, _retry_after(outcome[0].get("Retry-After")))
+            attempt += 1
+            if self._closed:
+                raise ClientClosedError("the client has been closed")
+            if wait:
+                await asyncio.sleep(wait)
+
+    async def _one_round(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        limits: Limits,
+        first: Prepared,
+    ) -> tuple[Response, int, Prepared]:
+        """One try over the servers: the next server whenever a connection could not
+        be opened (nothing was sent)."""
+        servers = self._servers
+        last: TransportError | None = None
+        for index in servers.order():
+            prepared = (
+                first
+                if index == 0
+                else self._contexts[index].prepare(call, headers, query_params, self._plugin)
+            )
+            try:
+                response = await self._transports[index].request(prepared, limits)
+            except TransportError as e:
+                if not _unsent(e):
+                    servers.released(index)
+                    raise
+                servers.failed(index)
+                last = e
+                continue
+            except BaseException:
+                servers.released(index)
+                raise
+            servers.succeeded(index)
+            return response, index, prepared
+        assert last is not None
+        raise last
 
     async def _probe(
         self,
@@ -580,10 +728,10 @@ class InferenceServerClient(ClientCommon):
             response_compression_algorithm,
             parameters,
         )
-        prepared = self._prepare(call, headers, query_params)
         limits = self._limits_for(client_timeout)
-        task: asyncio.Task[InferResult] = asyncio.get_running_loop().create_task(
-            self._send(call, prepared, limits)
+        loop = asyncio.get_running_loop()
+        task: asyncio.Task[InferResult] = loop.create_task(
+            self._begin(call, headers, query_params, limits)
         )
         if self._verbose:
             print_sent(request_id)
@@ -642,13 +790,65 @@ class InferenceServerClient(ClientCommon):
                     print(event["text_output"], end="")
         """
         call = Endpoints.generate(model_name, model_version, inputs, parameters, stream=True)
-        prepared = self._prepare(call, headers, query_params)
+        span = None
+        if "opentelemetry.trace" in sys.modules:
+            span, headers = _tracing.begin(call, headers, self._address, self._propagate)
+        try:
+            first = self._prepare(call, headers, query_params)
+        except BaseException as e:
+            _tracing.fail(span, e)
+            raise
         limits = self._limits_for(client_timeout)
+        shown = [self._origin + first.target]
 
         async def start() -> BodyStream:
             if self._closed:
                 raise ClientClosedError("the client has been closed")
-            return await self._transport.open_stream(prepared, limits)
+            try:
+                stream, index, prepared = await self._open_stream(
+                    call, headers, query_params, limits, first
+                )
+            except BaseException as e:
+                _tracing.fail(span, e)
+                raise
+            _tracing.answered(span, stream.head.status, self._addresses[index])
+            shown[0] = self._origins[index] + prepared.target
+            return stream
 
-        url = self._origin + prepared.target
-        return AsyncGenerateStream(start, self._verbose, lambda head: _VerboseResponse(url, head))
+        return AsyncGenerateStream(
+            start, self._verbose, lambda head: _VerboseResponse(shown[0], head)
+        )
+
+    async def _open_stream(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        limits: Limits,
+        first: Prepared,
+    ) -> tuple[BodyStream, int, Prepared]:
+        """Open a streamed answer on the first server that takes a connection."""
+        servers = self._servers
+        last: TransportError | None = None
+        for index in servers.order():
+            prepared = (
+                first
+                if index == 0
+                else self._contexts[index].prepare(call, headers, query_params, self._plugin)
+            )
+            try:
+                stream = await self._transports[index].open_stream(prepared, limits)
+            except TransportError as e:
+                if not _unsent(e):
+                    servers.released(index)
+                    raise
+                servers.failed(index)
+                last = e
+                continue
+            except BaseException:
+                servers.released(index)
+                raise
+            servers.succeeded(index)
+            return stream, index, prepared
+        assert last is not None
+        raise last
