@@ -285,11 +285,17 @@ def test_numpy_consumes_views_zero_copy(dtype: str) -> None:
     assert np.shares_memory(got, buffer)
 
 
+#: the first numpy that marks an array from a writable versioned (DLPack 1) capsule
+#: writeable (numpy PR 28600, backported to 2.2.5); before it, every import is read-only
+NUMPY_WRITABLE_DLPACK = "2.2.5"
+
+
 def test_views_are_writable_for_dlpack_1_consumers() -> None:
     buffer = np.zeros(4, dtype=np.float32)
     got = np.from_dlpack(host_tensor(buffer, "FP32", [4]))
-    if not got.flags.writeable:
-        pytest.skip("this numpy imports DLPack read-only")
+    if not got.flags.writeable and np.lib.NumpyVersion(np.__version__) < NUMPY_WRITABLE_DLPACK:
+        pytest.skip(f"numpy {np.__version__} imports DLPack read-only (< {NUMPY_WRITABLE_DLPACK})")
+    assert got.flags.writeable
     got[2] = 7
     assert buffer[2] == 7
 
