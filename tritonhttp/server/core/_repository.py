@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import logging
 import os
 import shutil
@@ -30,6 +31,7 @@ from ._config import (
     version_policy_versions,
     wire_datatype,
 )
+from ._ensemble import EnsembleVersion, check_steps, step_models, validate_graph
 from ._errors import Code, CoreError
 from ._model import ModelVersion
 
@@ -96,6 +98,8 @@ class Repository:
         self.models: dict[str, ModelEntry] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.live = True
+        #: ensembles unloaded because a step went away: loaded again once it is back
+        self._orphans: set[str] = set()
 
     # ------------------------------------------------------------------ discovery
 
@@ -230,9 +234,16 @@ class Repository:
             wanted = sorted(found)
         else:
             wanted = sorted(set(names or []))
+        # ensembles after the models their steps use
+        ensembles = [n for n in wanted if len(found.get(n, ())) == 1 and _is_ensemble(found[n][0])]
+        models = [n for n in wanted if n not in ensembles]
         results = await asyncio.gather(
-            *(self._load_named(n, found) for n in wanted), return_exceptions=True
+            *(self._load_named(n, found) for n in models), return_exceptions=True
         )
+        results += await asyncio.gather(
+            *(self._load_named(n, found) for n in ensembles), return_exceptions=True
+        )
+        wanted = models + ensembles
         failed = []
         for name, res in zip(wanted, results, strict=False):
             if isinstance(res, BaseException):
@@ -285,6 +296,8 @@ class Repository:
                     # versions an override's version policy left unloaded)
                     return
             await self.load_dir(name, model_dir, override, temp_dir)
+            if self._orphans:
+                await self._adopt_orphans()
         except PollError as e:
             if temp_dir is not None:
                 shutil.rmtree(temp_dir, ignore_errors=True)
@@ -316,11 +329,15 @@ class Repository:
                     )
                 cfg = ModelConfig()
             validate_poll(cfg, name)
+            if cfg.platform == "ensemble":
+                validate_graph(cfg)
             available = sorted(
                 int(p.name) for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit()
             )
             normalize(cfg, name, [model_dir / str(v) for v in available])
             versions = version_policy_versions(cfg, available)
+            if cfg.platform == "ensemble":
+                await self._ensemble_steps(name, cfg)
             entry.attempted = True
             if not versions:
                 entry.failed = True
@@ -388,9 +405,7 @@ class Repository:
         instances: list[ModelInstance] = []
         try:
             if cfg.platform == "ensemble":
-                raise CoreError(
-                    "ensemble models are not supported by this server yet", Code.UNSUPPORTED
-                )
+                return self._ensemble_version(name, version, cfg)
             validate_load(cfg)
             backend = self.backends.get(cfg.backend)
             if backend is None:
@@ -430,6 +445,66 @@ class Repository:
             mv.reason = f"{e.code.label}: {e.message}"
         return mv
 
+    # ------------------------------------------------------------------ ensembles
+
+    def step_model(self, name: str, version: int) -> ModelVersion | None:
+        """The ready version of an ensemble step's model (-1: the latest), or None."""
+        try:
+            return self.get(name, str(version) if version > 0 else "")
+        except CoreError:
+            return None
+
+    async def _ensemble_steps(self, name: str, cfg: ModelConfig) -> None:
+        """Load the step models an ensemble needs that are not loaded yet (as Triton does
+        in explicit mode, and for an ensemble whose steps sort after it), then check the
+        ensemble against them."""
+        self._orphans.discard(name)
+        for step in step_models(cfg):
+            entry = self.models.get(step)
+            if step == name or (entry is not None and entry.lock.locked()):
+                continue
+            if self.mode == "explicit" or entry is None or not entry.attempted:
+                with contextlib.suppress(CoreError):  # (then reported as not available)
+                    await self.load(step)
+        try:
+            check_steps(cfg, self.step_model)
+        except CoreError as e:
+            raise CoreError(f"load failed for model '{name}': {e.message}\n") from None
+
+    def _ensemble_version(self, name: str, version: int, cfg: ModelConfig) -> ModelVersion:
+        """A ready ensemble version (decoupled when one of its steps is)."""
+        mv = EnsembleVersion(name, version, self.step_model)
+        decoupled = cfg.model_transaction_policy.decoupled or any(
+            m is not None and m.decoupled
+            for m in (self.step_model(s, -1) for s in step_models(cfg))
+        )
+        cfg.model_transaction_policy.decoupled = decoupled
+        mv.config_json = config_to_json(cfg)
+        mv.activate_ensemble(cfg, decoupled)
+        return mv
+
+    def _drop_dependents(self, name: str) -> None:
+        """A model is unloading: the ensembles using it become unavailable, and load
+        again once it is back."""
+        for other, entry in self.models.items():
+            for mv in list(entry.versions.values()):
+                if mv.ready and isinstance(mv, EnsembleVersion) and name in mv.step_names:
+                    self._retire(mv)
+                    self._orphans.add(other)
+
+    async def _adopt_orphans(self) -> None:
+        """Load again the ensembles whose steps are all back."""
+        for name in sorted(self._orphans):
+            entry = self.models.get(name)
+            if entry is None or entry.lock.locked() or entry.base_config is None:
+                continue
+            if all(self.step_model(m, -1) is not None for m in step_models(entry.base_config)):
+                self._orphans.discard(name)
+                try:
+                    await self.load(name)
+                except CoreError as e:
+                    log.error("failed to load '%s': %s", name, e.message)
+
     # ------------------------------------------------------------------ unloading
 
     def _retire(self, mv: ModelVersion) -> None:
@@ -457,6 +532,8 @@ class Repository:
         entry = self.models.get(name)
         if entry is None:
             return
+        self._orphans.discard(name)
+        self._drop_dependents(name)
         for mv in list(entry.versions.values()):
             if mv.ready:
                 self._retire(mv)
@@ -586,6 +663,14 @@ async def _warm_up(mv: ModelVersion, cfg: ModelConfig, model_dir: Path) -> None:
                     raise CoreError(
                         f"failed to run warmup sample '{sample.name}': {response.error.message}"
                     )
+
+
+def _is_ensemble(model_dir: Path) -> bool:
+    try:
+        cfg = read_config(model_dir)
+    except PollError:
+        return False
+    return cfg is not None and cfg.platform == "ensemble"
 
 
 def _same_but_policy(a: ModelConfig, b: ModelConfig) -> bool:

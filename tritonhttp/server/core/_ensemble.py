@@ -1,0 +1,540 @@
+"""Ensembles (``platform: "ensemble"``): the step graph, its checks with Triton's texts,
+and the execution of one ensemble request.
+
+An ensemble is a :class:`ModelVersion` without instances: :class:`EnsembleVersion`
+admits a request with the ensemble's own rules, then runs its steps as requests to the
+step models through their usual path (``admit`` then ``infer``: their schedulers, dynamic
+batching included, and their statistics), passing tensors from step to step as arrays.
+Every step request is made from the ensemble's request by :func:`step_request`.
+
+A decoupled step fans out: each of its responses carries on through the steps that
+depend on it, and the ensemble (decoupled itself then) sends one response each time all
+its outputs are set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._config import PollError
+from ._errors import Code, CoreError
+from ._model import ModelVersion
+from ._types import InferRequest, InferResponse, InputTensor, OutputTensor, ParamValue
+from .model_config_pb2 import DataType, ModelConfig
+
+__all__ = [
+    "EnsembleVersion",
+    "Step",
+    "check_steps",
+    "step_models",
+    "step_request",
+    "steps_of",
+    "validate_graph",
+]
+
+#: request flags (sequence start / end), as the front sets them
+_START, _END = 1, 2
+
+
+@dataclass(frozen=True)
+class Step:
+    """One ``ensemble_scheduling.step``: the model (version -1: the latest ready one),
+    its inputs (step input -> ensemble tensor) and outputs (step output -> tensor)."""
+
+    model: str
+    version: int
+    inputs: dict[str, str]
+    outputs: dict[str, str]
+
+
+def steps_of(cfg: ModelConfig) -> list[Step]:
+    """The steps of an ensemble config, in config order."""
+    return [
+        Step(s.model_name, s.model_version, dict(s.input_map), dict(s.output_map))
+        for s in cfg.ensemble_scheduling.step
+    ]
+
+
+def step_models(cfg: ModelConfig) -> list[str]:
+    """The names of the models an ensemble config's steps use (each once, in order)."""
+    return list(dict.fromkeys(s.model_name for s in cfg.ensemble_scheduling.step))
+
+
+# ----------------------------------------------------------------------------- graph checks
+
+
+def validate_graph(cfg: ModelConfig) -> None:
+    """The checks Triton makes on an ensemble's graph while polling (PollError texts)."""
+    name = cfg.name
+    if not cfg.HasField("ensemble_scheduling"):
+        raise PollError(
+            f"ensemble scheduling must be set for ensemble {name} whose platform is ensemble"
+        )
+    steps = steps_of(cfg)
+    if not steps:
+        raise PollError(f"must specify one or more 'step's for ensemble {name}")
+    producer: dict[str, int] = {}
+    for i, step in enumerate(steps):
+        for what, given in (
+            ("model_name", step.model),
+            ("input_map", step.inputs),
+            ("output_map", step.outputs),
+        ):
+            if not given:
+                raise PollError(f"must specify '{what}' in step {i} of ensemble {name}")
+        for tensor in step.outputs.values():
+            if tensor in producer:
+                raise PollError(
+                    f"ensemble tensor '{tensor}' can appear in an output map only once for "
+                    f"ensemble {name} step {i}"
+                )
+            producer[tensor] = i
+    inputs = [t.name for t in cfg.input]
+    used = _needed_tensors(cfg, steps, producer, inputs)
+    every = dict.fromkeys(
+        [*inputs, *(t for s in steps for t in (*s.inputs.values(), *s.outputs.values()))]
+    )
+    for tensor in every:
+        if tensor not in used:
+            if tensor in inputs:
+                raise PollError(f"ensemble input '{tensor}' for ensemble {name}' is not used")
+            raise PollError(f"ensemble tensor '{tensor}' is unused in ensemble '{name}'")
+
+
+def _needed_tensors(
+    cfg: ModelConfig, steps: list[Step], producer: dict[str, int], inputs: list[str]
+) -> set[str]:
+    """Every tensor the ensemble's outputs depend on (PollError for an output no step
+    writes, or one that depends on a tensor nothing produces)."""
+    name = cfg.name
+    seen: set[str] = set()
+    for out in cfg.output:
+        if out.name not in producer:
+            raise PollError(f"ensemble output '{out.name}' for ensemble {name}' is not used")
+        todo = [out.name]
+        while todo:
+            tensor = todo.pop()
+            if tensor in seen:
+                continue
+            seen.add(tensor)
+            if tensor in inputs:
+                continue
+            at = producer.get(tensor)
+            if at is None:
+                raise PollError(
+                    f"output '{out.name}' for ensemble '{name}' is not written: at least one "
+                    f"of its depending tensors, '{tensor}', is not connected"
+                )
+            todo.extend(steps[at].inputs.values())
+    return seen
+
+
+Lookup = Callable[[str, int], ModelVersion | None]
+
+
+def check_steps(cfg: ModelConfig, lookup: Lookup) -> None:
+    """The checks Triton makes when an ensemble loads, against its step models as loaded
+    (``lookup(model, version)``: the ready version, or None). Raises CoreError with the
+    message Triton gives (without the ``load failed for model`` prefix)."""
+    name = cfg.name
+    steps = steps_of(cfg)
+    missing = [m for m in step_models(cfg) if lookup(m, -1) is None]
+    if missing:
+        raise CoreError(
+            f"ensemble {name} contains models that are not available or ambiguous: "
+            + ", ".join(missing)
+        )
+    models: list[ModelVersion] = []
+    for step in steps:
+        mv = lookup(step.model, step.version)
+        if mv is None:
+            raise CoreError(
+                f"ensemble '{name}' depends on '{step.model}' whose required version "
+                f"{step.version} is not loaded."
+            )
+        models.append(mv)
+    for step, mv in zip(steps, models, strict=True):
+        step_cfg = mv.config
+        assert step_cfg is not None
+        if cfg.max_batch_size > step_cfg.max_batch_size:
+            if step_cfg.max_batch_size == 0:
+                raise CoreError(
+                    f"ensemble {name} allows maximum batch size {cfg.max_batch_size}, but it "
+                    f"contains model {step.model} which does not support batching"
+                )
+            raise CoreError(
+                f"ensemble {name} allows maximum batch size {cfg.max_batch_size}, but it "
+                f"contains model {step.model} which only allows maximum batch size to be "
+                f"{step_cfg.max_batch_size}"
+            )
+    _check_tensors(cfg, steps, models)
+
+
+def _check_tensors(cfg: ModelConfig, steps: list[Step], models: list[ModelVersion]) -> None:
+    """Every ensemble tensor has one data type and one shape, whoever reads or writes it."""
+    name = cfg.name
+    known: dict[str, tuple[int, list[int], str]] = {}
+
+    def note(tensor: str, dtype: int, shape: list[int], source: str) -> None:
+        seen = known.get(tensor)
+        if seen is None:
+            known[tensor] = (dtype, shape, source)
+            return
+        if seen[0] != dtype:
+            raise CoreError(
+                f"in ensemble {name}, ensemble tensor {tensor}: inconsistent data type: "
+                f"{DataType.Name(seen[0])} is inferred from model {seen[2]} while "
+                f"{DataType.Name(dtype)} is inferred from model {source}"
+            )
+        if not _compatible(seen[1], shape):
+            raise CoreError(
+                f"in ensemble {name}, ensemble tensor {tensor}: inconsistent shape: "
+                f"{_dims(seen[1])} is inferred from model {seen[2]} while {_dims(shape)} is "
+                f"inferred from model {source}"
+            )
+
+    batch = [-1] if cfg.max_batch_size > 0 else []
+    for t in cfg.input:
+        note(t.name, t.data_type, batch + list(t.dims), name)
+    for step, mv in zip(steps, models, strict=True):
+        step_cfg = mv.config
+        assert step_cfg is not None
+        step_batch = [-1] if step_cfg.max_batch_size > 0 else []
+        ins = {t.name: t for t in step_cfg.input}
+        outs = {t.name: t for t in step_cfg.output}
+        for key, tensor in step.inputs.items():
+            spec = ins.get(key)
+            if spec is None:
+                raise CoreError(
+                    f"in ensemble {name}, ensemble tensor {tensor} is mapped to non-existing "
+                    f"input {key} of model {step.model}"
+                )
+            note(tensor, spec.data_type, step_batch + list(spec.dims), step.model)
+        for key, tensor in step.outputs.items():
+            out = outs.get(key)
+            if out is None:
+                raise CoreError(
+                    f"in ensemble {name}, ensemble tensor {tensor} is mapped from "
+                    f"non-existing output {key} of model {step.model}"
+                )
+            note(tensor, out.data_type, step_batch + list(out.dims), step.model)
+    for o in cfg.output:
+        note(o.name, o.data_type, batch + list(o.dims), name)
+
+
+def _compatible(a: list[int], b: list[int]) -> bool:
+    return len(a) == len(b) and all(x == y or x == -1 or y == -1 for x, y in zip(a, b, strict=True))
+
+
+def _dims(shape: Iterable[int]) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+# ----------------------------------------------------------------------------- requests
+
+
+def step_request(parent: InferRequest, inputs: dict[str, InputTensor]) -> InferRequest:
+    """The request for one step, made from the ensemble's request: its id, sequence,
+    priority, timeout and parameters, with the step's inputs (the one place a step's
+    request is created, so whatever a step inherits from its ensemble request is set
+    here)."""
+    return InferRequest(
+        id=parent.id,
+        inputs=inputs,
+        parameters=dict(parent.parameters),
+        correlation_id=parent.correlation_id,
+        flags=parent.flags,
+        priority=parent.priority,
+        timeout_us=parent.timeout_us,
+        cancelled=parent.cancelled,
+    )
+
+
+class SequenceParameters(dict[str, ParamValue]):
+    """Response parameters holding the same names more than once: Triton's ensemble
+    response repeats ``sequence_id``/``sequence_start``/``sequence_end`` once per step
+    that ran. ``items()`` yields every pair, repeats included (the JSON writer walks
+    ``items()``); as a mapping it holds each name once."""
+
+    def __init__(self, pairs: list[tuple[str, ParamValue]]) -> None:
+        super().__init__(pairs)
+        self._pairs = pairs
+
+    def items(self) -> Any:
+        return list(self._pairs)
+
+
+def _sequence_parameters(req: InferRequest, steps: int) -> SequenceParameters:
+    one: list[tuple[str, ParamValue]] = [
+        ("sequence_id", req.correlation_id),
+        ("sequence_start", bool(req.flags & _START)),
+        ("sequence_end", bool(req.flags & _END)),
+    ]
+    return SequenceParameters(one * steps)
+
+
+class _StepFailed(Exception):
+    def __init__(self, error: CoreError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _as_input(name: str, out: OutputTensor) -> InputTensor:
+    return InputTensor(name, out.datatype, list(out.shape), array=out.array)
+
+
+def _pruned(steps: list[Step], outputs: list[str], wanted: list[str] | None) -> set[int]:
+    """The steps that run for a request asking for ``wanted`` outputs (None: all), as
+    Triton prunes them: an output not asked for is dropped, a step whose every output is
+    dropped is dropped, and so is a tensor that no remaining step reads (even one that
+    was asked for), and so on up the graph."""
+    live = set(range(len(steps)))
+    if not wanted:
+        return live
+    producer = {t: i for i, s in enumerate(steps) for t in s.outputs.values()}
+    readers: dict[str, int] = {}
+    for s in steps:
+        for t in s.inputs.values():
+            readers[t] = readers.get(t, 0) + 1
+    dropped_out: dict[int, set[str]] = {}
+    todo = [o for o in outputs if o not in wanted]
+    while todo:
+        tensor = todo.pop()
+        at = producer.get(tensor)
+        if at is None or at not in live:
+            continue
+        gone = dropped_out.setdefault(at, set())
+        gone.add(tensor)
+        if gone >= set(steps[at].outputs.values()):
+            live.discard(at)
+            for t in steps[at].inputs.values():
+                readers[t] -= 1
+                if readers[t] == 0:
+                    todo.append(t)
+    return live
+
+
+# ----------------------------------------------------------------------------- execution
+
+
+@dataclass
+class _Run:
+    """One ensemble request on its way through the steps."""
+
+    req: InferRequest
+    live: set[int]
+    wanted: list[str]
+    error: CoreError | None = None
+    #: responses sent (decoupled ensembles) or the one response made
+    responses: list[InferResponse] = field(default_factory=list)
+
+
+class EnsembleVersion(ModelVersion):
+    """A version of an ensemble model: admission by the ensemble's config, execution by
+    its steps (looked up by ``lookup`` at each request, so a step reloaded meanwhile
+    serves the next request)."""
+
+    def __init__(self, name: str, version: int, lookup: Lookup) -> None:
+        super().__init__(name, version)
+        self._lookup = lookup
+        self.steps: list[Step] = []
+        self._outputs: list[str] = []
+
+    @property
+    def step_names(self) -> set[str]:
+        """The models the steps use."""
+        return {s.model for s in self.steps}
+
+    def activate_ensemble(self, config: ModelConfig, decoupled: bool) -> None:
+        """Take the ensemble's config; the version becomes READY."""
+        self.activate(config, [])
+        self.decoupled = decoupled
+        self.steps = steps_of(config)
+        self._outputs = [o.name for o in config.output]
+
+    def admit(self, req: InferRequest) -> None:
+        """The ensemble's admission rules; a refused request counts as a failure of the
+        ensemble (Triton counts it so)."""
+        try:
+            super().admit(req)
+        except CoreError:
+            self.stats.record_request(False, time.monotonic_ns() - req.start_ns, 0)
+            raise
+
+    async def infer(self, req: InferRequest) -> InferResponse:
+        """Run the steps for an admitted request; its response, or (decoupled) the
+        completion marker once every response went to ``req.response_stream``."""
+        self.in_flight += 1
+        try:
+            return await self._infer(req)
+        finally:
+            self.in_flight -= 1
+            if self.in_flight == 0 and self._drain_waiters:
+                for waiter in self._drain_waiters:
+                    if not waiter.done():
+                        waiter.set_result(None)
+                self._drain_waiters.clear()
+
+    async def _infer(self, req: InferRequest) -> InferResponse:
+        t0 = time.monotonic_ns()
+        wanted = req.requested_outputs or list(self._outputs)
+        run = _Run(req, _pruned(self.steps, self._outputs, req.requested_outputs), wanted)
+        tensors = {
+            name: InputTensor(name, t.datatype, list(t.shape), t.array, t.raw)
+            for name, t in req.inputs.items()
+        }
+        await self._branch(run, tensors, frozenset(), 0)
+        t1 = time.monotonic_ns()
+        stream = req.response_stream
+        if run.error is None and not run.responses and stream is None:
+            run.error = CoreError(
+                f"in ensemble '{self.name}', {req.log_prefix()}unexpected deadlock, at least "
+                "one output is not set while no more ensemble steps can be made"
+            )
+        if run.error is not None:
+            self.stats.record_request(False, t1 - req.start_ns, 0)
+            if stream is not None:
+                stream.put(InferResponse(error=run.error), True)
+                return InferResponse()
+            return InferResponse(error=run.error)
+        self.stats.record_execution(req.batch_size, 1, 0, t1 - t0, 0)
+        self.stats.record_request(True, t1 - req.start_ns, t0 - req.start_ns)
+        if stream is not None:
+            stream.put(None, True)
+            return InferResponse()
+        return run.responses[0]
+
+    async def _branch(
+        self, run: _Run, tensors: dict[str, InputTensor], done: frozenset[int], ran: int
+    ) -> None:
+        """Run every step whose inputs are set, round after round, until none is left;
+        then answer with this branch's tensors. A decoupled step runs alone in its round
+        and continues the branch once per response."""
+        while run.error is None:
+            ready = [
+                i
+                for i in sorted(run.live - done)
+                if all(t in tensors for t in self.steps[i].inputs.values())
+            ]
+            if not ready:
+                break
+            models = [self._model(run, i) for i in ready]
+            if run.error is not None:
+                return
+            streaming = [i for i, m in zip(ready, models, strict=True) if m and m.decoupled]
+            if streaming:
+                i = streaming[0]
+                await self._fan_out(run, tensors, done | {i}, ran + 1, i)
+                return
+            results = await asyncio.gather(
+                *(self._call(run, i, m, tensors) for i, m in zip(ready, models, strict=True)),
+                return_exceptions=True,
+            )
+            for result in results:
+                if isinstance(result, _StepFailed):
+                    if run.error is None:
+                        run.error = CoreError(
+                            f"in ensemble '{self.name}', {result.error.message}",
+                            result.error.code,
+                        )
+                elif isinstance(result, BaseException):
+                    raise result
+                else:
+                    tensors = {**tensors, **result}
+            done = done | set(ready)
+            ran += len(ready)
+        if run.error is None:
+            self._answer(run, tensors, ran)
+
+    def _model(self, run: _Run, i: int) -> ModelVersion | None:
+        step = self.steps[i]
+        mv = self._lookup(step.model, step.version)
+        if mv is None and run.error is None:
+            run.error = CoreError(
+                f"in ensemble '{self.name}', Request for unknown model: '{step.model}' "
+                "has no available versions",
+                Code.UNAVAILABLE,
+            )
+        return mv
+
+    def _inputs(self, i: int, tensors: dict[str, InputTensor]) -> dict[str, InputTensor]:
+        out = {}
+        for key, tensor in self.steps[i].inputs.items():
+            t = tensors[tensor]
+            out[key] = InputTensor(key, t.datatype, list(t.shape), t.array, t.raw)
+        return out
+
+    def _outputs_of(self, i: int, response: InferResponse) -> dict[str, InputTensor]:
+        mapping = self.steps[i].outputs
+        return {
+            mapping[o.name]: _as_input(mapping[o.name], o)
+            for o in response.outputs
+            if o.name in mapping
+        }
+
+    async def _call(
+        self, run: _Run, i: int, mv: ModelVersion | None, tensors: dict[str, InputTensor]
+    ) -> dict[str, InputTensor]:
+        """One request to a (non-decoupled) step; its outputs as ensemble tensors."""
+        assert mv is not None
+        sreq = step_request(run.req, self._inputs(i, tensors))
+        try:
+            mv.admit(sreq)
+        except CoreError as e:
+            raise _StepFailed(e) from None
+        response = await mv.infer(sreq)
+        if response.error is not None:
+            raise _StepFailed(response.error)
+        return self._outputs_of(i, response)
+
+    async def _fan_out(
+        self,
+        run: _Run,
+        tensors: dict[str, InputTensor],
+        done: frozenset[int],
+        ran: int,
+        i: int,
+    ) -> None:
+        """A decoupled step: each of its responses continues the branch."""
+        from ._bridge import decoupled_responses  # (the bridge imports the repository)
+
+        mv = self._lookup(self.steps[i].model, self.steps[i].version)
+        assert mv is not None
+        sreq = step_request(run.req, self._inputs(i, tensors))
+        try:
+            mv.admit(sreq)
+        except CoreError as e:
+            run.error = CoreError(f"in ensemble '{self.name}', {e.message}", e.code)
+            return
+        async for response, _final in decoupled_responses(mv, sreq):
+            if response is None:
+                continue
+            if response.error is not None:
+                run.error = CoreError(
+                    f"in ensemble '{self.name}', {response.error.message}", response.error.code
+                )
+                return
+            await self._branch(run, {**tensors, **self._outputs_of(i, response)}, done, ran)
+            if run.error is not None:
+                return
+
+    def _answer(self, run: _Run, tensors: dict[str, InputTensor], ran: int) -> None:
+        """The branch ended: answer if every output asked for is set."""
+        if any(name not in tensors for name in run.wanted):
+            if run.req.response_stream is None:
+                return  # (the deadlock error is made by the caller)
+            return
+        outputs = []
+        for name in sorted(run.wanted):
+            t = tensors[name]
+            assert t.array is not None
+            outputs.append(OutputTensor(name, t.datatype, list(t.shape), t.array))
+        response = InferResponse(outputs, parameters=_sequence_parameters(run.req, ran))
+        run.responses.append(response)
+        stream = run.req.response_stream
+        if stream is not None:
+            stream.put(response, False)
