@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,92 @@ def metadata(settings: Settings, name: str, model_version: str) -> None:
                 kind[:-1], tensor["name"], tensor["datatype"], _shape(tensor.get("shape", []))
             )
     print_table(settings, table)
+
+
+@model.command("new")
+@click.argument("name")
+@click.option(
+    "--repository",
+    default="models",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Model repository to write the model into.",
+)
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    metavar="NAME:DTYPE:DIMS",
+    help="An input, e.g. INPUT0:FP32:4 or TEXT:BYTES:-1 (repeatable; default INPUT0:FP32:4).",
+)
+@click.option(
+    "--output",
+    "outputs",
+    multiple=True,
+    metavar="NAME:DTYPE:DIMS",
+    help="An output, like --input (repeatable; default OUTPUT0 like the first input).",
+)
+@click.option(
+    "--max-batch-size",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Batch requests up to this size with dynamic batching (0: no batching).",
+)
+@click.option("--decoupled", is_flag=True, help="A streaming model using the response sender.")
+@click.option("--bls", is_flag=True, help="A model calling another model (see --calls).")
+@click.option(
+    "--calls",
+    metavar="MODEL",
+    help="With --bls: the model it calls (default NAME_inner, written too if missing).",
+)
+@click.option(
+    "--tests-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where test_NAME.py goes (default: the folder holding the repository).",
+)
+@click.option("--force", is_flag=True, help="Overwrite files that exist.")
+@json_flag
+@click.pass_obj
+def new(
+    settings: Settings,
+    name: str,
+    repository: Path,
+    inputs: tuple[str, ...],
+    outputs: tuple[str, ...],
+    max_batch_size: int,
+    decoupled: bool,
+    bls: bool,
+    calls: str | None,
+    tests_dir: Path | None,
+    force: bool,
+) -> None:
+    """Write a new Python model NAME: config.pbtxt, 1/model.py and test_NAME.py.
+
+    The test uses tritonhttp's pytest fixtures and passes as written; the files pass
+    ruff and mypy. Existing files are never overwritten without --force.
+    """
+    from ._scaffold import build_scaffolds
+
+    written = build_scaffolds(
+        name, repository, inputs, outputs, max_batch_size, decoupled, bls, calls,
+        tests_dir, force,
+    )  # fmt: skip
+    if settings.json_output:
+        emit_json(settings, {"model": name, "files": [str(p) for p in written]})
+        return
+    for path in written:
+        settings.stdout.write(f"wrote {_shown(path)}\n")
+    settings.stdout.write(
+        f"next: triton-cli model check {_shown(repository / name)}; pytest {_shown(written[-1])}\n"
+    )
+
+
+def _shown(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return str(path)
 
 
 def _avg_us(stats: dict[str, Any], key: str) -> str:
