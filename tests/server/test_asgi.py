@@ -108,13 +108,18 @@ def test_instances_run_concurrently_and_requests_queue() -> None:
         body = {"inputs": [{"name": "DELAY_MS", "datatype": "INT32", "shape": [1], "data": [300]}]}
         async with in_process(f"--model-repository={MODELS}") as c:
             t0 = time.monotonic()
+            r = await c.post("/v2/models/slow_model/infer", json=body)
+            alone = time.monotonic() - t0  # the baseline: one request, one round
+            assert r.status_code == 200
+            t0 = time.monotonic()
             replies = await asyncio.gather(
                 *(c.post("/v2/models/slow_model/infer", json=body) for _ in range(4))
             )
             elapsed = time.monotonic() - t0
             assert all(r.status_code == 200 for r in replies)
             # two instances, four requests of 300 ms: two rounds, not one, not four
-            assert 0.55 < elapsed < 1.1, elapsed
+            assert elapsed >= 2 * 0.3, elapsed  # (two sleeps of 300 ms one after the other)
+            assert elapsed < 3.5 * alone, (elapsed, alone)
             r = await c.get("/v2/health/live")
             assert r.status_code == 200
 
