@@ -256,8 +256,8 @@ def step_request(parent: InferRequest, inputs: dict[str, InputTensor]) -> InferR
 
 class SequenceParameters(dict[str, ParamValue]):
     """Response parameters holding the same names more than once: Triton's ensemble
-    response repeats ``sequence_id``/``sequence_start``/``sequence_end`` once per step
-    that ran. ``items()`` yields every pair, repeats included (the JSON writer walks
+    response repeats ``sequence_id``/``sequence_start``/``sequence_end`` once per output
+    it carries. ``items()`` yields every pair, repeats included (the JSON writer walks
     ``items()``); as a mapping it holds each name once."""
 
     def __init__(self, pairs: list[tuple[str, ParamValue]]) -> None:
@@ -268,19 +268,21 @@ class SequenceParameters(dict[str, ParamValue]):
         return list(self._pairs)
 
 
-def _sequence_parameters(req: InferRequest, steps: int) -> SequenceParameters:
+def _sequence_parameters(req: InferRequest, outputs: int) -> SequenceParameters:
     one: list[tuple[str, ParamValue]] = [
         ("sequence_id", req.correlation_id),
         ("sequence_start", bool(req.flags & _START)),
         ("sequence_end", bool(req.flags & _END)),
     ]
-    return SequenceParameters(one * steps)
+    return SequenceParameters(one * outputs)
 
 
 class _StepFailed(Exception):
-    def __init__(self, error: CoreError) -> None:
+    def __init__(self, error: CoreError, raised: bool = False) -> None:
         super().__init__(error.message)
         self.error = error
+        #: the step's model failed (raised) rather than answering with an error
+        self.raised = raised
 
 
 def _as_input(name: str, out: OutputTensor) -> InputTensor:
@@ -329,6 +331,8 @@ class _Run:
     live: set[int]
     wanted: list[str]
     error: CoreError | None = None
+    #: the error came from a step whose model raised (Triton counts that failure twice)
+    raised: bool = False
     #: responses sent (decoupled ensembles) or the one response made
     responses: list[InferResponse] = field(default_factory=list)
 
@@ -362,7 +366,7 @@ class EnsembleVersion(ModelVersion):
         try:
             super().admit(req)
         except CoreError:
-            self.stats.record_request(False, time.monotonic_ns() - req.start_ns, 0)
+            self.stats.record_failure("OTHER", time.monotonic_ns() - req.start_ns)
             raise
 
     async def infer(self, req: InferRequest) -> InferResponse:
@@ -387,7 +391,8 @@ class EnsembleVersion(ModelVersion):
             name: InputTensor(name, t.datatype, list(t.shape), t.array, t.raw)
             for name, t in req.inputs.items()
         }
-        await self._branch(run, tensors, frozenset(), 0)
+        t_in = time.monotonic_ns()
+        await self._branch(run, tensors, frozenset())
         t1 = time.monotonic_ns()
         stream = req.response_stream
         if run.error is None and not run.responses and stream is None:
@@ -396,12 +401,16 @@ class EnsembleVersion(ModelVersion):
                 "one output is not set while no more ensemble steps can be made"
             )
         if run.error is not None:
-            self.stats.record_request(False, t1 - req.start_ns, 0)
+            for _ in range(2 if run.raised else 1):
+                self.stats.record_failure("OTHER", t1 - req.start_ns)
             if stream is not None:
                 stream.put(InferResponse(error=run.error), True)
                 return InferResponse()
             return InferResponse(error=run.error)
-        self.stats.record_execution(req.batch_size, 1, 0, t1 - t0, 0)
+        t2 = time.monotonic_ns()
+        self.stats.record_execution(
+            req.batch_size, 1, max(1, t_in - t0), t1 - t_in, max(1, t2 - t1)
+        )
         self.stats.record_request(True, t1 - req.start_ns, t0 - req.start_ns)
         if stream is not None:
             stream.put(None, True)
@@ -409,7 +418,7 @@ class EnsembleVersion(ModelVersion):
         return run.responses[0]
 
     async def _branch(
-        self, run: _Run, tensors: dict[str, InputTensor], done: frozenset[int], ran: int
+        self, run: _Run, tensors: dict[str, InputTensor], done: frozenset[int]
     ) -> None:
         """Run every step whose inputs are set, round after round, until none is left;
         then answer with this branch's tensors. A decoupled step runs alone in its round
@@ -428,7 +437,7 @@ class EnsembleVersion(ModelVersion):
             streaming = [i for i, m in zip(ready, models, strict=True) if m and m.decoupled]
             if streaming:
                 i = streaming[0]
-                await self._fan_out(run, tensors, done | {i}, ran + 1, i)
+                await self._fan_out(run, tensors, done | {i}, i)
                 return
             results = await asyncio.gather(
                 *(self._call(run, i, m, tensors) for i, m in zip(ready, models, strict=True)),
@@ -437,6 +446,7 @@ class EnsembleVersion(ModelVersion):
             for result in results:
                 if isinstance(result, _StepFailed):
                     if run.error is None:
+                        run.raised = result.raised
                         run.error = CoreError(
                             f"in ensemble '{self.name}', {result.error.message}",
                             result.error.code,
@@ -446,9 +456,8 @@ class EnsembleVersion(ModelVersion):
                 else:
                     tensors = {**tensors, **result}
             done = done | set(ready)
-            ran += len(ready)
         if run.error is None:
-            self._answer(run, tensors, ran)
+            self._answer(run, tensors)
 
     def _model(self, run: _Run, i: int) -> ModelVersion | None:
         step = self.steps[i]
@@ -488,7 +497,7 @@ class EnsembleVersion(ModelVersion):
             raise _StepFailed(e) from None
         response = await mv.infer(sreq)
         if response.error is not None:
-            raise _StepFailed(response.error)
+            raise _StepFailed(response.error, response.failed)
         return self._outputs_of(i, response)
 
     async def _fan_out(
@@ -496,7 +505,6 @@ class EnsembleVersion(ModelVersion):
         run: _Run,
         tensors: dict[str, InputTensor],
         done: frozenset[int],
-        ran: int,
         i: int,
     ) -> None:
         """A decoupled step: each of its responses continues the branch."""
@@ -518,22 +526,20 @@ class EnsembleVersion(ModelVersion):
                     f"in ensemble '{self.name}', {response.error.message}", response.error.code
                 )
                 return
-            await self._branch(run, {**tensors, **self._outputs_of(i, response)}, done, ran)
+            await self._branch(run, {**tensors, **self._outputs_of(i, response)}, done)
             if run.error is not None:
                 return
 
-    def _answer(self, run: _Run, tensors: dict[str, InputTensor], ran: int) -> None:
+    def _answer(self, run: _Run, tensors: dict[str, InputTensor]) -> None:
         """The branch ended: answer if every output asked for is set."""
         if any(name not in tensors for name in run.wanted):
-            if run.req.response_stream is None:
-                return  # (the deadlock error is made by the caller)
-            return
+            return  # (a request left without a response gets the deadlock error)
         outputs = []
         for name in sorted(run.wanted):
             t = tensors[name]
             assert t.array is not None
             outputs.append(OutputTensor(name, t.datatype, list(t.shape), t.array))
-        response = InferResponse(outputs, parameters=_sequence_parameters(run.req, ran))
+        response = InferResponse(outputs, parameters=_sequence_parameters(run.req, len(outputs)))
         run.responses.append(response)
         stream = run.req.response_stream
         if stream is not None:

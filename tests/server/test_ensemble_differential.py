@@ -1,0 +1,217 @@
+"""Ensembles on real Triton and on our server, side by side (``tests/repos/ensemble_basic``,
+both in ``--model-control-mode=explicit``): loading with its checks, config and metadata,
+inference (JSON, binary, requested outputs, step errors), generate and generate_stream
+through a decoupled step, a BLS call to an ensemble, statistics, unloading a step and an
+ensemble, dynamic batching of a step fed by an ensemble, and shared memory on an
+ensemble. Every answer is compared byte for byte (statistics with their times masked)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ._wire import Reply, exchange, infer_body
+from .test_differential_lifecycle import _same, _settle
+from .test_differential_state import _mask
+
+pytestmark = pytest.mark.real_triton
+
+ARGS = ("--model-control-mode=explicit",)
+
+IN4 = ("IN", "FP32", [1, 4], [1, 2, 3, 4])
+
+GOOD = ["ens", "ens_stream", "ens_nobatch", "ens_pinned", "bls_ens"]
+#: ensembles whose graph (poll) or steps (load) Triton refuses, each with its own text
+BAD = [
+    "ens_missing", "ens_ghost", "ens_cycle", "ens_dtype", "ens_shape", "ens_noout",
+    "ens_batch", "ens_badver", "ens_nosteps",
+]  # fmt: skip
+
+Step = tuple[str, str, str]
+
+LOADING: list[Step] = [
+    ("POST", "/v2/repository/index", ""),
+    *[("POST", f"/v2/repository/models/{m}/load", "") for m in GOOD + BAD],
+    ("POST", "/v2/repository/index", ""),
+    ("POST", "/v2/repository/index", '{"ready":true}'),
+    *[("GET", f"/v2/models/{m}", "") for m in GOOD + BAD[:2]],
+    *[("GET", f"/v2/models/{m}/ready", "") for m in GOOD + BAD[:2]],
+    *[("GET", f"/v2/models/{m}/config", "") for m in GOOD],
+]
+
+INFERENCE: list[Step] = [
+    ("POST", "/v2/models/ens/infer", infer_body(IN4)),
+    ("POST", "/v2/models/ens/infer", infer_body(("IN", "FP32", [2, 4], list(range(8))), id="x")),
+    ("POST", "/v2/models/ens/infer", infer_body(IN4, parameters={"binary_data_output": True})),
+    (
+        "POST",
+        "/v2/models/ens/infer",
+        infer_body(IN4, outputs=[{"name": "OUT"}, {"name": "MID"}]),
+    ),
+    (
+        "POST",
+        "/v2/models/ens/infer",
+        infer_body(
+            IN4, outputs=[{"name": "MID"}, {"name": "OUT", "parameters": {"binary_data": True}}]
+        ),
+    ),
+    # a subset of the outputs: Triton prunes the steps, and these requests find no way
+    ("POST", "/v2/models/ens/infer", infer_body(IN4, id="r1", outputs=[{"name": "OUT"}])),
+    ("POST", "/v2/models/ens/infer", infer_body(IN4, outputs=[{"name": "MID"}])),
+    ("POST", "/v2/models/ens_pinned/infer", infer_body(IN4)),
+    ("POST", "/v2/models/ens_pinned/infer", infer_body(IN4, outputs=[{"name": "Y"}])),
+    ("POST", "/v2/models/ens_pinned/infer", infer_body(IN4, outputs=[{"name": "COUNT"}])),
+    ("POST", "/v2/models/ens_nobatch/infer", infer_body(("V", "INT32", [3], [1, 2, 3]))),
+    # step errors: an error response, then an exception in the step's model
+    ("POST", "/v2/models/ens/infer", infer_body(("IN", "FP32", [1, 4], [-1, 2, 3, 4]))),
+    ("POST", "/v2/models/ens/infer", infer_body(("IN", "FP32", [1, 4], [-200, 2, 3, 4]))),
+    # the ensemble's own admission
+    ("POST", "/v2/models/ens/infer", infer_body(IN4, outputs=[{"name": "NOPE"}])),
+    ("POST", "/v2/models/ens/infer", infer_body(("IN", "FP32", [9, 4], [0] * 36))),
+    ("POST", "/v2/models/ens/infer", infer_body(("IN", "INT32", [1, 4], [1, 2, 3, 4]))),
+    ("POST", "/v2/models/ens/infer", infer_body(("IN", "FP32", [1, 3], [1, 2, 3]))),
+    ("POST", "/v2/models/ens/infer", infer_body(("X", "FP32", [1, 4], [1, 2, 3, 4]))),
+    # a decoupled step: the ensemble is decoupled
+    ("POST", "/v2/models/ens_stream/infer", infer_body(("COUNT", "INT32", [1], [3]))),
+    ("POST", "/v2/models/ens_stream/generate", json.dumps({"COUNT": [3]})),
+    ("POST", "/v2/models/ens_stream/generate_stream", json.dumps({"COUNT": [3]})),
+    ("POST", "/v2/models/ens_stream/generate_stream", json.dumps({"COUNT": [0]})),
+    ("POST", "/v2/models/ens/generate", json.dumps({"IN": [[1, 2, 3, 4]]})),
+    # BLS: the model asks the ensemble for one of its two outputs
+    ("POST", "/v2/models/bls_ens/infer", infer_body(IN4)),
+    *[
+        ("GET", f"/v2/models/{m}/stats", "")
+        for m in ["ens", "pre", "post", "ens_stream", "repeat", "scale", "ens_pinned"]
+    ],
+]
+
+LIFECYCLE: list[Step] = [
+    ("POST", "/v2/repository/models/ens/unload", ""),
+    ("POST", "/v2/repository/index", ""),
+    ("POST", "/v2/repository/models/ens/load", ""),
+    ("POST", "/v2/repository/models/pre/unload", ""),
+    ("POST", "/v2/repository/index", ""),
+    ("GET", "/v2/models/ens/ready", ""),
+    ("GET", "/v2/models/ens", ""),
+    ("POST", "/v2/models/ens/infer", infer_body(IN4)),
+    ("POST", "/v2/repository/models/pre/load", ""),
+    ("POST", "/v2/repository/index", ""),
+    ("POST", "/v2/models/ens/infer", infer_body(IN4)),
+    ("POST", "/v2/repository/models/ens/unload", '{"parameters":{"unload_dependents":true}}'),
+    ("POST", "/v2/repository/index", ""),
+    ("POST", "/v2/repository/models/ens/load", ""),
+    ("POST", "/v2/repository/models/post/unload", '{"parameters":{"unload_dependents":true}}'),
+    ("POST", "/v2/repository/index", ""),
+]
+
+
+def _play(real: Any, ours: Any, steps: list[Step]) -> list[str]:
+    problems = []
+    for i, (method, path, body) in enumerate(steps):
+        if "unload" in path or path.endswith(("/index", "/ready", "/load")):
+            _settle(real.url)
+            _settle(ours.url)
+        r = exchange(real.url, method, path, body)
+        o = exchange(ours.url, method, path, body)
+        if path.endswith("/stats") and r.status == o.status == 200:
+            if _mask(json.loads(o.body)) != _mask(json.loads(r.body)):
+                problems.append(f"#{i} {path}: {o.body[:600]!r}\n   vs {r.body[:600]!r}")
+            continue
+        diff = _same(o, r)
+        if diff:
+            problems.append(f"#{i} {method} {path} {body[:100]}\n   {diff}")
+    return problems
+
+
+def test_ensemble_script(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
+    repo = model_repo("ensemble_basic")
+    real = real_triton_factory(repo, *ARGS)
+    ours = bundled_server_factory(repo, *ARGS)
+    problems = _play(real, ours, LOADING + INFERENCE + LIFECYCLE)
+    assert not problems, "\n".join(problems)
+
+
+def test_step_batches_ensemble_requests(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
+    """Requests to an ensemble reach its dynamic-batching step through the step's batcher:
+    concurrent ensemble requests arrive at ``pre`` as fewer executions than requests."""
+    repo = model_repo("ensemble_basic")
+    outcomes = []
+    for server in (
+        real_triton_factory(repo, *ARGS, "--load-model=ens"),
+        bundled_server_factory(repo, *ARGS, "--load-model=ens"),
+    ):
+        before = json.loads(exchange(server.url, "GET", "/v2/models/pre/stats").body)
+        replies: list[Reply] = []
+        threads = [
+            threading.Thread(
+                target=lambda s=server, k=k: replies.append(
+                    exchange(s.url, "POST", "/v2/models/ens/infer", infer_body(
+                        ("IN", "FP32", [1, 4], [k] * 4)
+                    ))
+                )
+            )
+            for k in range(6)
+        ]  # fmt: skip
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        after = json.loads(exchange(server.url, "GET", "/v2/models/pre/stats").body)
+        inferences = (
+            after["model_stats"][0]["inference_count"] - before["model_stats"][0]["inference_count"]
+        )
+        executions = (
+            after["model_stats"][0]["execution_count"] - before["model_stats"][0]["execution_count"]
+        )
+        outcomes.append(
+            (sorted(r.status for r in replies), inferences, executions < inferences)
+        )
+    assert outcomes[1] == outcomes[0] == ([200] * 6, 6, True)
+
+
+def test_shared_memory_on_an_ensemble(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
+    """Inputs read from and outputs written to system shared memory by an ensemble
+    request: the same bytes land in the output region on both servers."""
+    import tritonclient.http as httpclient
+    import tritonclient.utils.shared_memory as shm
+
+    repo = model_repo("ensemble_basic")
+    results = []
+    for tag, server in (
+        ("real", real_triton_factory(repo, *ARGS, "--load-model=ens")),
+        ("ours", bundled_server_factory(repo, *ARGS, "--load-model=ens")),
+    ):
+        client = httpclient.InferenceServerClient(server.url)
+        key_in, key_out = f"/ens_in_{tag}_{time.monotonic_ns()}", f"/ens_out_{tag}"
+        h_in = shm.create_shared_memory_region(f"in_{tag}", key_in, 16)
+        h_out = shm.create_shared_memory_region(f"out_{tag}", key_out + "x", 32)
+        try:
+            shm.set_shared_memory_region(h_in, [np.array([[1, 2, 3, 4]], np.float32)])
+            client.register_system_shared_memory(f"in_{tag}", key_in, 16)
+            client.register_system_shared_memory(f"out_{tag}", key_out + "x", 32)
+            inp = httpclient.InferInput("IN", [1, 4], "FP32")
+            inp.set_shared_memory(f"in_{tag}", 16)
+            outs = [httpclient.InferRequestedOutput(n) for n in ("OUT", "MID")]
+            outs[0].set_shared_memory(f"out_{tag}", 16)
+            outs[1].set_shared_memory(f"out_{tag}", 16, offset=16)
+            result = client.infer("ens", [inp], outputs=outs)
+            got = shm.get_contents_as_numpy(h_out, np.float32, [8]).tolist()
+            results.append((result.get_response()["outputs"], got))
+            client.unregister_system_shared_memory()
+        finally:
+            shm.destroy_shared_memory_region(h_in)
+            shm.destroy_shared_memory_region(h_out)
+            client.close()
+    assert results[1] == results[0]
+    assert results[0][1] == [3, 5, 7, 9, 2, 4, 6, 8]
