@@ -28,29 +28,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._load_log import collecting, load_failures
 from ._process import free_port
 
 if TYPE_CHECKING:
     from tritonhttp import InferenceServerClient
 
 __all__ = ["ModelLoadError", "ServedRepository", "triton_client", "triton_server"]
-
-#: the server's log lines that give a model's load failure (Triton's wording)
-_FAILURE = re.compile(
-    r"(?:failed to load '(?P<name>[^']+)' version (?P<version>\d+): (?P<reason>.*)"
-    r"|Poll failed for model directory '(?P<dir>[^']+)': (?P<poll>.*)"
-    r"|failed to load '(?P<model>[^']+)': (?P<why>.*))$"
-)
 
 
 class ModelLoadError(RuntimeError):
@@ -66,36 +58,6 @@ class ModelLoadError(RuntimeError):
         super().__init__(text + (f"\n{detail}" if detail else ""))
 
 
-def load_failures(messages: Iterable[str]) -> dict[str, list[str]]:
-    """The load failures named in server log messages (or whole log lines)."""
-    failures: dict[str, list[str]] = {}
-    for raw in messages:
-        text = raw.split("] ", 1)[1] if re.match(r"^[IWEV]\d{4} ", raw) else raw
-        match = _FAILURE.search(text.strip())
-        if match is None:
-            continue
-        if match["name"]:
-            name, reason = match["name"], f"version {match['version']}: {match['reason']}"
-        elif match["dir"]:
-            name, reason = match["dir"], match["poll"]
-        else:
-            name, reason = match["model"], match["why"]
-        failures.setdefault(name, []).append(reason)
-    return failures
-
-
-class _Collect(logging.Handler):
-    """Keeps the server's error messages (load failures) while it starts."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        with contextlib.suppress(Exception):
-            self.messages.append(record.getMessage())
-
-
 class _ThreadedServer:
     """The server on its own event loop, on a thread of this process."""
 
@@ -108,18 +70,13 @@ class _ThreadedServer:
         self._thread = threading.Thread(target=self._run, name="tritonhttp-server", daemon=True)
 
     def start(self, timeout: float = 120.0) -> None:
-        collect = _Collect()
-        logger = logging.getLogger("tritonhttp.server")
-        logger.addHandler(collect)
-        try:
+        with collecting() as messages:
             self._thread.start()
             started = self._ready.wait(timeout)
-        finally:
-            logger.removeHandler(collect)
         if not started:
             raise RuntimeError(f"the server did not start within {timeout} s")
         if self._error is not None:
-            failures = load_failures(collect.messages)
+            failures = load_failures(messages)
             if failures:
                 raise ModelLoadError(failures, str(self._error)) from self._error
             raise RuntimeError(f"the server did not start: {self._error}") from self._error

@@ -1,0 +1,72 @@
+"""Reading load failures out of the server's log messages (Triton's wording).
+
+The server logs each model's load as Triton does (``failed to load 'NAME' version V:
+REASON``, ``Poll failed for model directory 'NAME': REASON``); the pytest fixtures and
+``triton-cli model check`` turn those lines back into a reason per model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import Iterable, Iterator
+
+__all__ = ["collecting", "load_failures"]
+
+_FAILURE = re.compile(
+    r"(?:failed to load '(?P<name>[^']+)' version (?P<version>\d+): (?P<reason>.*)"
+    r"|Poll failed for model directory '(?P<dir>[^']+)': (?P<poll>.*)"
+    r"|failed to load '(?P<model>[^']+)': (?P<why>.*))$"
+)
+_HEAD = re.compile(r"^[IWEV]\d{4} \S+ \d+ \S+\] ")
+
+
+def load_failures(messages: Iterable[str]) -> dict[str, list[str]]:
+    """Model name -> the reasons in these log messages (or whole log lines) why it
+    failed to load (``version V: reason`` for a version's failure)."""
+    failures: dict[str, list[str]] = {}
+    for raw in messages:
+        match = _FAILURE.search(_HEAD.sub("", raw.strip(), count=1))
+        if match is None:
+            continue
+        if match["name"]:
+            name, reason = match["name"], f"version {match['version']}: {match['reason']}"
+        elif match["dir"]:
+            name, reason = match["dir"], match["poll"]
+        else:
+            name, reason = match["model"], match["why"]
+        failures.setdefault(name, []).append(reason)
+    return failures
+
+
+class _Collect(logging.Handler):
+    """Keeps the messages of the records it sees."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__(level)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def collecting(level: int = logging.ERROR, *, quiet: bool = False) -> Iterator[list[str]]:
+    """The server's log messages at ``level`` and above while the block runs (``quiet``:
+    and nothing else of the server's log is printed meanwhile)."""
+    logger = logging.getLogger("tritonhttp.server")
+    collect = _Collect(level)
+    saved = (logger.handlers[:], logger.propagate, logger.level)
+    if quiet:
+        logger.handlers = []
+        logger.propagate = False
+    if logger.getEffectiveLevel() > level:
+        logger.setLevel(level)
+    logger.addHandler(collect)
+    try:
+        yield collect.messages
+    finally:
+        logger.handlers, logger.propagate = saved[0], saved[1]
+        logger.setLevel(saved[2])
