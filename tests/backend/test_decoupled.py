@@ -113,17 +113,17 @@ def test_async_decoupled_requests_overlap_in_one_instance(ours: Start) -> None:
                      json.dumps({"DELAY_MS": delay}))  # fmt: skip
         results[delay] = (time.monotonic() - t, r.events())
 
-    t0 = time.monotonic()
     threads = [threading.Thread(target=call, args=(d,)) for d in (600, 100)]
     for t in threads:
         t.start()
         time.sleep(0.05)
     for t in threads:
         t.join()
-    elapsed = time.monotonic() - t0
     assert results[600][1][0]["OUT"] == 600 and results[100][1][0]["OUT"] == 100
-    assert results[100][0] < 0.5  # not queued behind the 600 ms one
-    assert elapsed < 1.0  # together, not one after the other
+    assert results[600][0] >= 0.6 and results[100][0] >= 0.1  # (their own delays)
+    # together, not one after the other: queued behind the 600 ms one (which it follows
+    # by 50 ms), the 100 ms request would take longer than it
+    assert results[100][0] < 0.6 * results[600][0], results
     # an exception in a background coroutine is logged; the request still ends
     r = exchange(server.url, "POST", "/v2/models/dec_async/generate_stream",
                  json.dumps({"DELAY_MS": -1}))  # fmt: skip
