@@ -285,7 +285,8 @@ def _restricted_apis(specs: list[str]) -> dict[str, tuple[str, str]]:
 
 
 def _trace_config(specs: list[str]) -> dict[str, dict[str, str]]:
-    """The trace settings by mode ("": every mode), from ``--trace-config``."""
+    """The trace settings by mode ("": every mode), from ``--trace-config``; a ``level``
+    or ``resource`` given again adds its value (values joined by newlines)."""
     config: dict[str, dict[str, str]] = {}
     for spec in specs:
         head, sep, rest = spec.partition(",")
@@ -296,7 +297,10 @@ def _trace_config(specs: list[str]) -> dict[str, dict[str, str]]:
         key, eq, value = setting.partition("=")
         if not eq:
             raise OptionsError(f"--trace-config expects [<mode>,]<key>=<value>, got '{spec}'")
-        config.setdefault(mode, {})[key] = value
+        values = config.setdefault(mode, {})
+        if key in ("level", "resource") and key in values:
+            value = values[key] + "\n" + value
+        values[key] = value
     return config
 
 
