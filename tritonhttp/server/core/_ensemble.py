@@ -278,11 +278,9 @@ def _sequence_parameters(req: InferRequest, outputs: int) -> SequenceParameters:
 
 
 class _StepFailed(Exception):
-    def __init__(self, error: CoreError, raised: bool = False) -> None:
+    def __init__(self, error: CoreError) -> None:
         super().__init__(error.message)
         self.error = error
-        #: the step's model failed (raised) rather than answering with an error
-        self.raised = raised
 
 
 def _as_input(name: str, out: OutputTensor) -> InputTensor:
@@ -331,8 +329,6 @@ class _Run:
     live: set[int]
     wanted: list[str]
     error: CoreError | None = None
-    #: the error came from a step whose model raised (Triton counts that failure twice)
-    raised: bool = False
     #: responses sent (decoupled ensembles) or the one response made
     responses: list[InferResponse] = field(default_factory=list)
 
@@ -401,8 +397,7 @@ class EnsembleVersion(ModelVersion):
                 "one output is not set while no more ensemble steps can be made"
             )
         if run.error is not None:
-            for _ in range(2 if run.raised else 1):
-                self.stats.record_failure("OTHER", t1 - req.start_ns)
+            self.stats.record_failure("OTHER", t1 - req.start_ns)
             if stream is not None:
                 stream.put(InferResponse(error=run.error), True)
                 return InferResponse()
@@ -446,7 +441,6 @@ class EnsembleVersion(ModelVersion):
             for result in results:
                 if isinstance(result, _StepFailed):
                     if run.error is None:
-                        run.raised = result.raised
                         run.error = CoreError(
                             f"in ensemble '{self.name}', {result.error.message}",
                             result.error.code,
@@ -497,7 +491,7 @@ class EnsembleVersion(ModelVersion):
             raise _StepFailed(e) from None
         response = await mv.infer(sreq)
         if response.error is not None:
-            raise _StepFailed(response.error, response.failed)
+            raise _StepFailed(response.error)
         return self._outputs_of(i, response)
 
     async def _fan_out(
