@@ -15,7 +15,7 @@ import json
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -91,10 +91,8 @@ class Recorder:
         with self.lock:
             connections = list(self.connections)
         for conn in connections:
-            try:
+            with suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             conn.close()
 
     def count(self, suffix: str = "") -> int:
@@ -164,10 +162,8 @@ def unreachable() -> Iterator[str]:
     for _ in range(3):
         s = socket.socket()
         s.setblocking(False)
-        try:
+        with suppress(BlockingIOError):
             s.connect(("127.0.0.1", port))
-        except BlockingIOError:
-            pass
         fillers.append(s)
     try:
         yield f"127.0.0.1:{port}"

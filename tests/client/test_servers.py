@@ -136,7 +136,7 @@ def test_threads_share_the_servers() -> None:
             try:
                 for _ in range(25):
                     client.infer("m", _inputs())
-            except BaseException as e:  # noqa: BLE001 - reported below
+            except BaseException as e:
                 errors.append(e)
 
         threads = [threading.Thread(target=work) for _ in range(8)]
@@ -180,20 +180,24 @@ def test_a_safe_call_is_retried_after_503_then_succeeds() -> None:
 
 def test_retries_stop_at_total() -> None:
     with recorder([error_answer(503, "busy")]) as server:
-        with tritonhttp.InferenceServerClient(
-            server.url, retries=tritonhttp.Retry(2, backoff_factor=0)
-        ) as client:
-            with pytest.raises(ServiceUnavailableError, match="busy"):
-                client.get_model_config("m")
+        with (
+            tritonhttp.InferenceServerClient(
+                server.url, retries=tritonhttp.Retry(2, backoff_factor=0)
+            ) as client,
+            pytest.raises(ServiceUnavailableError, match="busy"),
+        ):
+            client.get_model_config("m")
         assert server.count() == 3  # the call and two retries
 
 
 def test_infer_is_not_retried_on_503_unless_asked() -> None:
-    with recorder([error_answer(503, "busy"), infer_answer()]) as server:
-        with tritonhttp.InferenceServerClient(server.url, retries=3) as client:
-            with pytest.raises(ServiceUnavailableError):
-                client.infer("m", _inputs())
-            assert server.count("/infer") == 1
+    with (
+        recorder([error_answer(503, "busy"), infer_answer()]) as server,
+        tritonhttp.InferenceServerClient(server.url, retries=3) as client,
+    ):
+        with pytest.raises(ServiceUnavailableError):
+            client.infer("m", _inputs())
+        assert server.count("/infer") == 1
     opt_in = tritonhttp.Retry(
         3, backoff_factor=0, methods=tritonhttp.Retry.SAFE_METHODS | {"infer"}
     )
