@@ -57,23 +57,10 @@ class Server:
     def __init__(self, options: ServerOptions) -> None:
         self.options = options
         o = options
-        trace_cfg = o.trace_config
-        flat: dict[str, str] = {}
-        mode = "triton"
-        for m, values in trace_cfg.items():
-            if m:
-                mode = m if m in ("triton", "opentelemetry") else mode
-            flat.update(values)
-        trace = TraceSettings(
-            level=[lv.upper() for lv in flat.get("level", "OFF").split(",")]
-            if "level" in flat
-            else ["OFF"],
-            rate=int(flat.get("rate", "1000")),
-            count=int(flat.get("count", "-1")),
-            log_frequency=int(flat.get("log-frequency", "0")),
-            file=flat.get("file", ""),
-            mode=flat.get("mode", mode),
-        )
+        try:
+            trace = TraceSettings.from_config(o.trace_config)
+        except ValueError as e:
+            raise StartupError(f"error: --trace-config: {e}") from None
         self.python_backend = PythonBackend(
             isolation=o.python_isolation, reply_codec=_reply.__name__
         )
@@ -211,6 +198,7 @@ class Server:
         await self.repository.shutdown()
         self.python_backend.close()
         self.core.shm.close()
+        self.core.tracer.close()
 
     async def serve(self) -> None:
         """Run until SIGINT/SIGTERM (or :meth:`request_stop`)."""
@@ -262,7 +250,11 @@ def run(options: ServerOptions) -> int:
         options.log_verbose, options.log_info, options.log_warning, options.log_error,
         options.log_format, options.log_file,
     )  # fmt: skip
-    server = Server(options)
+    try:
+        server = Server(options)
+    except StartupError as e:
+        print(str(e), file=sys.stderr)
+        return 1
     try:
         import uvloop
 

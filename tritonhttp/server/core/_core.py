@@ -10,6 +10,7 @@ from ._metrics import make_registry
 from ._repository import Repository
 from ._settings import LogSettings, TraceSettings
 from ._shm import SharedMemoryRegistry
+from ._trace import Tracer
 
 __all__ = ["EXTENSIONS", "ServerCore"]
 
@@ -35,7 +36,7 @@ VERSION = "2.51.0"
 
 @dataclass
 class ServerCore:
-    """Repository, shared memory, settings and metrics of one server."""
+    """Repository, shared memory, settings, tracing and metrics of one server."""
 
     repository: Repository
     server_id: str = "triton"
@@ -43,8 +44,11 @@ class ServerCore:
     trace: TraceSettings = field(default_factory=TraceSettings)
     log: LogSettings = field(default_factory=LogSettings)
     registry: CollectorRegistry | None = None
+    #: sampling and output of request traces (from ``trace``)
+    tracer: Tracer = field(init=False)
 
     def __post_init__(self) -> None:
+        self.tracer = Tracer(self.trace)
         if self.registry is None:
             self.registry = make_registry(
                 self.repository.loaded_versions, self.repository.response_cache

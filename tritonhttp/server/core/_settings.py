@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,9 +21,24 @@ _LEADING_INT = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
 _TRACE_KEYS = ("trace_level", "trace_rate", "trace_count", "log_frequency", "trace_file")
 
 
+#: the OpenTelemetry batch span processor's settings and their defaults, in the order
+#: Triton lists the defaults
+OTEL_DEFAULTS = {
+    "bsp_max_export_batch_size": "512",
+    "bsp_schedule_delay": "5000",
+    "bsp_max_queue_size": "2048",
+}
+
+
 @dataclass
 class TraceSettings:
-    """Global trace settings plus per-model overrides (values kept as Triton shows them)."""
+    """Global trace settings plus per-model overrides (values kept as Triton shows them).
+
+    ``extra`` holds the settings of the trace mode in force other than the file and
+    the log frequency (the OpenTelemetry exporter's ``url``, ``resource``, ``bsp_*``...),
+    shown after ``trace_mode``. ``on_change(model)`` (None: the global settings) is
+    called after each successful update.
+    """
 
     level: list[str] = field(default_factory=lambda: ["OFF"])
     rate: int = 1000
@@ -32,9 +48,60 @@ class TraceSettings:
     mode: str = "triton"
     model: dict[str, dict[str, Any]] = field(default_factory=dict)
     startup: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)
+    #: every ``resource=KEY=VALUE`` given for OpenTelemetry, in order
+    resources: list[str] = field(default_factory=list)
+    on_change: Callable[[str | None], None] | None = None
 
     def __post_init__(self) -> None:
         self.startup = self._global()
+
+    @classmethod
+    def from_config(cls, config: dict[str, dict[str, str]]) -> TraceSettings:
+        """The settings ``--trace-config`` gives (``config``: mode -> key -> value, ""
+        for the global keys), read as Triton reads them: ``level``, ``rate``, ``count``
+        and ``mode`` are global; ``file`` and ``log-frequency`` belong to the triton
+        mode; every other key of the mode in force is shown as it was given. A key given
+        more than once (``level``, ``resource``) holds its values joined by newlines."""
+        glob = config.get("", {})
+        mode = glob.get("mode", "triton")
+        if mode not in ("triton", "opentelemetry"):
+            raise ValueError(f"Unknown trace mode '{mode}'")
+        own = dict(config.get(mode, {}))
+        levels: list[str] = []
+        for text in glob.get("level", "OFF").replace("\n", ",").split(","):
+            name = text.strip().upper()
+            if name not in ("OFF", "TIMESTAMPS", "TENSORS"):
+                raise ValueError(f"invalid value for trace level: '{text}'")
+            if name != "OFF" and name not in levels:
+                levels.append(name)
+        order = {"TIMESTAMPS": 0, "TENSORS": 1}
+        settings = cls(
+            level=sorted(levels, key=order.__getitem__) or ["OFF"],
+            rate=_config_int(glob, "rate", 1000),
+            count=_config_int(glob, "count", -1),
+            log_frequency=_config_int(own, "log-frequency", 0) if mode == "triton" else 0,
+            file=own.get("file", "") if mode == "triton" else "",
+            mode=mode,
+        )
+        if mode == "triton":
+            own.pop("file", None)
+            own.pop("log-frequency", None)
+        else:
+            for key, value in OTEL_DEFAULTS.items():
+                own.setdefault(key, value)
+        if "resource" in own:
+            settings.resources = own["resource"].split("\n")
+            own["resource"] = settings.resources[-1]
+        settings.extra = own
+        return settings
+
+    def values(self, model: str | None = None) -> dict[str, Any]:
+        """The settings in force for ``model`` (None: the global ones), as numbers."""
+        values = self._global()
+        if model is not None:
+            values.update(self.model.get(model, {}))
+        return values
 
     def _global(self) -> dict[str, Any]:
         return {
@@ -58,6 +125,7 @@ class TraceSettings:
             out["log_frequency"] = str(values["log_frequency"])
             out["trace_file"] = values["trace_file"]
         out["trace_mode"] = self.mode
+        out.update(self.extra)
         return out
 
     def update(self, body: Any, model: str | None = None) -> None:
@@ -142,6 +210,18 @@ class TraceSettings:
             for key in cleared:
                 overrides.pop(key, None)
             overrides.update(new)
+        if self.on_change is not None:
+            self.on_change(model)
+
+
+def _config_int(values: dict[str, str], key: str, default: int) -> int:
+    text = values.get(key)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"failed to parse trace setting '{key}': '{text}'") from None
 
 
 _ATTR = {

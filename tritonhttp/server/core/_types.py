@@ -6,11 +6,14 @@ import asyncio
 import collections
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from ._errors import CoreError
+
+if TYPE_CHECKING:
+    from ._trace import Trace
 
 __all__ = [
     "ExecutionTimes",
@@ -84,6 +87,8 @@ class InferRequest:
     #: looks like is between the front and the backend, e.g.
     #: ``tritonhttp.server.backends.python._direct.DirectReply``); None: it may not
     reply: object | None = None
+    #: the request's trace when it is traced (``core._trace.Trace``), else None
+    trace: Trace | None = None
 
     def log_prefix(self) -> str:
         return f"[request id: {self.id or '<id_unknown>'}] "
