@@ -1,4 +1,5 @@
 import numpy as np
+
 import triton_python_backend_utils as pb_utils
 
 
@@ -16,7 +17,11 @@ class TritonPythonModel:
             )
             resp = call.exec()
             if resp.has_error():
-                out.append(pb_utils.InferenceResponse(error=pb_utils.TritonError("BLS: " + resp.error().message())))
+                out.append(
+                    pb_utils.InferenceResponse(
+                        error=pb_utils.TritonError("BLS: " + resp.error().message())
+                    )
+                )
                 continue
             y = pb_utils.get_output_tensor_by_name(resp, "OUT").as_numpy()
             out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", y.astype(np.float32))]))

@@ -1,4 +1,5 @@
 import numpy as np
+
 import triton_python_backend_utils as pb_utils
 
 
@@ -12,11 +13,17 @@ class TritonPythonModel:
             if x.reshape(-1)[0] < -100:
                 raise ValueError("far too negative")
             if x.reshape(-1)[0] < 0:
-                out.append(pb_utils.InferenceResponse(error=pb_utils.TritonError("negative input to post")))
+                out.append(
+                    pb_utils.InferenceResponse(error=pb_utils.TritonError("negative input to post"))
+                )
                 continue
             count = np.full((x.shape[0], 1), len(requests), dtype=np.int32)
-            out.append(pb_utils.InferenceResponse([
-                pb_utils.Tensor("Y", (x + 1).astype(np.float32)),
-                pb_utils.Tensor("COUNT", count),
-            ]))
+            out.append(
+                pb_utils.InferenceResponse(
+                    [
+                        pb_utils.Tensor("Y", (x + 1).astype(np.float32)),
+                        pb_utils.Tensor("COUNT", count),
+                    ]
+                )
+            )
         return out

@@ -1,4 +1,5 @@
 import numpy as np
+
 import triton_python_backend_utils as pb_utils
 
 
@@ -9,5 +10,7 @@ class TritonPythonModel:
         out = []
         for r in requests:
             x = pb_utils.get_input_tensor_by_name(r, "IN").as_numpy()
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("PRE", (x * 2).astype(np.float32))]))
+            out.append(
+                pb_utils.InferenceResponse([pb_utils.Tensor("PRE", (x * 2).astype(np.float32))])
+            )
         return out

@@ -1,4 +1,5 @@
 import numpy as np
+
 import triton_python_backend_utils as pb_utils
 
 
@@ -10,6 +11,8 @@ class TritonPythonModel:
             n = int(pb_utils.get_input_tensor_by_name(r, "N").as_numpy()[0])
             sender = r.get_response_sender()
             for i in range(n):
-                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("I", np.array([i], np.int32))]))
+                sender.send(
+                    pb_utils.InferenceResponse([pb_utils.Tensor("I", np.array([i], np.int32))])
+                )
             sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return None
