@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..support._eager import resume
 from ._errors import Code, CoreError
 from ._queue import Pending, PriorityQueue
+from ._trace import trace_queued
 from ._types import InferRequest, InferResponse
 from .model_config_pb2 import ModelConfig
 
@@ -169,6 +170,8 @@ class FifoScheduler(Scheduler):
         self._ahead: collections.deque[ModelInstance] = collections.deque()
 
     async def infer(self, req: InferRequest) -> InferResponse:
+        if req.trace is not None:
+            trace_queued(req)
         if not self._queue:
             if self._idle:
                 return await self._run_on(self._idle.popleft(), req)
@@ -390,6 +393,8 @@ class DynamicBatcher(Scheduler):
     # ------------------------------------------------------------------ entry
 
     async def infer(self, req: InferRequest) -> InferResponse:
+        if req.trace is not None:
+            trace_queued(req)
         queue = self.queue
         level = queue.level_of(req.priority)
         if queue.full(level):

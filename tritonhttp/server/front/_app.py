@@ -18,6 +18,7 @@ from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import BackendError, Code, CoreError
 from ..core._model import ModelVersion
 from ..core._repository import parse_version
+from ..core._trace import Trace
 from ..core._types import InferRequest, InferResponse
 from ..http._extensions import DIRECT, ON_DISCONNECT, RESPOND, Answer, DirectLink
 from ..support import _json
@@ -110,6 +111,14 @@ async def _infer_watching(
         watcher.cancel()
         if not infer.done():
             infer.cancel()
+
+
+def _traceparent(scope: Scope) -> str:
+    """The request's W3C ``traceparent`` header, or ""."""
+    for k, v in scope["headers"]:
+        if k == b"traceparent":
+            return str(v.decode("latin-1"))
+    return ""
 
 
 def _atoi(raw: bytes) -> int:
@@ -547,6 +556,12 @@ class HttpFrontend:
                 TEXT,
             )
             return
+        tracer = self.core.tracer
+        if tracer.active:
+            trace = tracer.sample(name, model.version)
+            if trace is not None:
+                await self._infer_traced(scope, receive, send, model, trace)
+                return
         read = await self._infer_body(scope, receive, send)
         if read is None:
             return
@@ -588,6 +603,49 @@ class HttpFrontend:
         finally:
             for region in regions:
                 region.users -= 1
+
+    async def _infer_traced(
+        self, scope: Scope, receive: Receive, send: Send, model: ModelVersion, trace: Trace
+    ) -> None:
+        """``/infer`` of a traced request, stamped from arrival to the answer's last byte:
+        the server parses and answers it itself (no hand-over to the backend)."""
+        trace.stamp("HTTP_RECV_START", trace.start_ns)
+        try:
+            read = await self._infer_body(scope, receive, send)
+            if read is None:
+                return
+            trace.stamp("HTTP_RECV_END")
+            body, header_len, accept = read
+            parsed = parse_infer_request(body, header_len, model, self.core.shm)
+            request = parsed.request
+            request.trace = trace
+            trace.request_id = request.id
+            trace.context = _traceparent(scope)
+            regions = request.regions
+            for region in regions:
+                region.users += 1
+            try:
+                if self.forward is not None:
+                    self._forward_headers(scope, request)
+                try:
+                    model.admit(request)
+                except BackendError as e:
+                    await send_error(send, e, TEXT)
+                    return
+                if ON_DISCONNECT in scope:
+                    response = await _infer_cancelled_on_leaving(scope, model, request)
+                else:
+                    response = await _infer_watching(model, request, receive)
+                trace.stamp("INFER_RESPONSE_COMPLETE")
+                trace.stamp("REQUEST_END")
+                trace.stamp("HTTP_SEND_START")
+                await self._answer(scope, send, model, parsed, response, accept)
+                trace.stamp("HTTP_SEND_END")
+            finally:
+                for region in regions:
+                    region.users -= 1
+        finally:
+            trace.end()
 
     async def _infer_unparsed(
         self,

@@ -13,6 +13,7 @@ import time
 
 from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
 
+from ...core._trace import trace_execution
 from ...core._types import ExecutionTimes, InferRequest, InferResponse
 from ._collector import Collector, SharedCheck, collect, collected
 from ._convert import core_error, core_response, pb_request, pb_tensor, requested_names
@@ -127,6 +128,8 @@ class InProcessInstance:
         collectors = [link.collector for link in links]
         out = collected(collectors, flags) or await collect(collectors, flags)
         times.output_ns = time.monotonic_ns() - t2
+        if requests[0].trace is not None or len(requests) > 1:
+            trace_execution(requests, out, t0, times)
         return out
 
     async def is_ready(self) -> bool | None:

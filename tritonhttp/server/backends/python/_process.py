@@ -37,6 +37,7 @@ from triton_python_backend_utils._errors import TritonModelException
 
 from ....utils._dtypes import BF16
 from ...core._errors import Code, CoreError
+from ...core._trace import trace_execution
 from ...core._types import ExecutionTimes, InferRequest, InferResponse, InputTensor, OutputTensor
 from ...support import _platform
 from . import _forkserver
@@ -777,6 +778,8 @@ class ProcessInstance:
                 self._pending.pop(c.token, None)
         self._last_end = time.monotonic_ns()
         times.output_ns = self._last_end - t2
+        if requests[0].trace is not None or len(requests) > 1:
+            trace_execution(requests, out, t0, times)
         return out
 
     def _send_batch(
