@@ -661,7 +661,7 @@ async def _warm_up(mv: ModelVersion, cfg: ModelConfig, model_dir: Path) -> None:
                 (response,) = await mv._execute(instance, [req])
                 if response.error is not None:
                     raise CoreError(
-                        f"failed to run warmup sample '{sample.name}': {response.error.message}"
+                        f"failed to run warmup sample '{sample.name}': {response.error.message}; "
                     )
 
 

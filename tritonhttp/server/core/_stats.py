@@ -71,9 +71,9 @@ class ModelStats:
         of it that came from real requests (defaults to ``batch_size``).
         """
         self.execution_count += 1
+        self.last_inference = time.time_ns() // 1_000_000  # (failed executions too)
         if not failed:
             self.inference_count += batch_size if inferences is None else inferences
-            self.last_inference = time.time_ns() // 1_000_000
             st = self.stages
             s = st["compute_input"]
             s[0] += requests

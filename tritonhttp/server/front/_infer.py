@@ -269,7 +269,7 @@ def parse_infer_request(
     if header_len == 0:
         req = InferRequest(id="", inputs={})
         req.raw = True
-        req.inputs["raw_input"] = InputTensor("raw_input", "", [], raw=view)
+        req.inputs["raw_input"] = InputTensor("raw_input", "", [], raw=_raw_body(view, model))
         return ParsedInfer(req, {}, True)
     header = bytes(view[:header_len])
     if b"\\" in header and _NUL_ESCAPE in header:
@@ -288,6 +288,17 @@ def parse_infer_request(
         doc = parse_json(header, first_wins=True)
         return _parse_doc(doc, view, header_len, model, shm)[0]
     return parsed
+
+
+def _raw_body(view: memoryview, model: ModelVersion | Admission) -> memoryview:
+    """The body of a request without a JSON header, as the one input's data. A model whose
+    one input is BYTES gets the whole body as a single element (as Triton hands it over):
+    framed here with its length, as a BYTES input's data is."""
+    rules: Any = getattr(model, "admission", model)  # (a ModelVersion holds its rules)
+    specs = rules.inputs
+    if len(specs) == 1 and next(iter(specs.values())).wire == "BYTES":
+        return memoryview(len(view).to_bytes(4, "little") + view)
+    return view
 
 
 def _no_repeats(doc: Any, header: bytes, colons: int) -> bool:

@@ -1,0 +1,5 @@
+class TritonPythonModel:
+    """Every execution raises."""
+
+    def execute(self, requests):
+        raise RuntimeError("always fails")
