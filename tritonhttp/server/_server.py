@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import gc
 import logging
 import signal
@@ -133,10 +134,9 @@ class Server:
             try:
                 await listener.listen(host, port)
             except OSError as e:
-                log.error("failed to start HTTP service at %s:%d: %s", host, port, e)
                 await self._close_servers()
                 await self.repository.shutdown()
-                raise StartupError(f"failed to start HTTP service at {host}:{port}") from None
+                raise StartupError(_listen_error(app is self.http, host, port, e)) from None
             self._listeners.append(listener)
         log.info("Started HTTPService at %s:%d", o.http_address, o.http_port)
         if o.allow_metrics:
@@ -221,6 +221,17 @@ class Server:
 
 #: the most open files the server asks for (connections, shared-memory regions, workers)
 OPEN_FILES_CAP = 65536
+
+
+def _listen_error(http: bool, host: str, port: int, error: OSError) -> str:
+    """What Triton says when the HTTP or the metrics service cannot listen."""
+    service = "HTTP" if http else "Metrics"
+    if error.errno == errno.EADDRINUSE or "address already in use" in str(error):
+        return (
+            f"failed to start {service} service: Unavailable - Socket '{host}:{port}' "
+            "already in use "
+        )
+    return f"failed to start {service} service: Unavailable - {error}"
 
 
 def raise_open_file_limit(cap: int = OPEN_FILES_CAP) -> None:
