@@ -62,18 +62,6 @@ def sync_client(target: Target) -> tritonhttp.InferenceServerClient:
     return tritonhttp.InferenceServerClient(target.url)
 
 
-def require_decoupled(loop: LoopThread, target: Target) -> None:
-    """Skip (with the server's own words) where decoupled models are not served yet."""
-
-    async def probe() -> Any:
-        async with target.client() as client:
-            return await aoutcome(client.generate("text_stream", {"text_input": ""}))
-
-    result = loop.run(probe())
-    if result[0] == "err" and "decoupled models are not supported" in result[2]:
-        pytest.skip(f"{target.name} server: {result[2]}")
-
-
 def both(loop: LoopThread, target: Target, method: str, *args: Any, **kw: Any) -> Any:
     """``method`` through the sync and the asyncio client; asserts they agree."""
     with sync_client(target) as sync:
@@ -155,7 +143,6 @@ def test_generate_server_errors(
 def test_generate_on_a_decoupled_model_says_use_the_stream(
     loop: LoopThread, gtarget: Target
 ) -> None:
-    require_decoupled(loop, gtarget)
     result = both(loop, gtarget, "generate", "text_stream", TEXT)
     assert result[:2] == ("err", "BadRequestError")
     assert "exactly 1 response" in result[2] and result[3] == "400"
@@ -195,7 +182,6 @@ def test_generate_bad_input_fails_before_sending(
 
 
 def test_stream_yields_every_response_in_order(loop: LoopThread, gtarget: Target) -> None:
-    require_decoupled(loop, gtarget)
     events = events_of(both(loop, gtarget, "generate_stream", "text_stream", TEXT))
     assert [e["text_output"] for e in events] == ["one ", "two ", "three"]
     assert all(e["model_name"] == "text_stream" for e in events)
@@ -211,7 +197,6 @@ def test_stream_of_a_plain_model_has_one_event(loop: LoopThread, gtarget: Target
 
 
 def test_an_error_in_the_middle_of_the_stream(loop: LoopThread, gtarget: Target) -> None:
-    require_decoupled(loop, gtarget)
     parameters = {"fail_at": 2}
 
     def sync_run() -> tuple[list[str], Any]:
@@ -243,7 +228,6 @@ def test_an_error_in_the_middle_of_the_stream(loop: LoopThread, gtarget: Target)
 
 
 def test_a_failing_first_response_is_an_error_status(loop: LoopThread, gtarget: Target) -> None:
-    require_decoupled(loop, gtarget)
     result = both(loop, gtarget, "generate_stream", "text_stream", {"text_input": ""})
     assert result == ("err", "BadRequestError", "[400] empty text_input", "400")
     unknown = both(loop, gtarget, "generate_stream", "nope", TEXT)
@@ -331,8 +315,15 @@ def test_closing_a_stream_early_closes_its_connection(
         stream = sync.generate_stream("text_stream", TEXT, parameters=SLOW)
         assert next(stream)["text_output"] == "one "
         start = time.monotonic()
+        rest = list(stream)  # the baseline: the rest of a stream, read
+        rest_time = time.monotonic() - start
+        assert len(rest) == 5 and rest_time >= 5 * 0.15 * 0.9
+        stream = sync.generate_stream("text_stream", TEXT, parameters=SLOW)
+        assert next(stream)["text_output"] == "one "
+        start = time.monotonic()
         stream.close()
-        assert time.monotonic() - start < 0.3  # does not wait for the rest
+        closed_in = time.monotonic() - start
+        assert closed_in < 0.3 * rest_time, (closed_in, rest_time)  # not waiting for the rest
         assert sync._pool._idle == []
         for _event in sync.generate_stream("text_stream", TEXT, parameters=SLOW):
             break
