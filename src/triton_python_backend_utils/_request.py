@@ -198,12 +198,33 @@ class InferenceResponseSender:
 
 
 class InferenceTrace:
-    """Trace context of a request (``get_context()`` is None: no tracing here)."""
+    """The trace of a request, as ``request.trace()`` gives it.
 
-    __slots__ = ()
+    ``get_context()`` is the request's trace context as a JSON object text (OpenTelemetry
+    mode: ``{"traceparent": "00-<trace id>-<span id>-01"}``), or None when the request is
+    not traced or the server traces in Triton's mode. Passed as ``trace=`` to a BLS
+    ``InferenceRequest``, it makes the BLS request's trace a child of this one.
+    """
+
+    __slots__ = ("_context", "_id")
+
+    def __init__(self) -> None:
+        self._id = 0
+        self._context: str | None = None
+
+    @classmethod
+    def _of(cls, handle: tuple[int, str | None] | None) -> InferenceTrace:
+        """The trace the server handed over as ``(trace id, context)`` (None: untraced)."""
+        trace = cls()
+        if handle is not None:
+            trace._id, trace._context = handle
+        return trace
+
+    def _handle(self) -> tuple[int, str | None] | None:
+        return (self._id, self._context) if self._id else None
 
     def get_context(self) -> str | None:
-        return None
+        return self._context
 
 
 class PreferredMemory:
@@ -306,6 +327,7 @@ class InferenceRequest:
         "_requested",
         "_sender",
         "_timeout",
+        "_trace",
     )
 
     def __init__(
@@ -375,6 +397,7 @@ class InferenceRequest:
         self._sender = InferenceResponseSender(None)
         self._link: RequestLink | None = None
         self._handle: Any = None
+        self._trace = trace if trace is not None else InferenceTrace()
 
     @classmethod
     def _server_side(
@@ -387,8 +410,10 @@ class InferenceRequest:
         timeout: int,
         parameters: str,
         link: RequestLink,
+        trace: tuple[int, str | None] | None = None,
     ) -> InferenceRequest:
-        """A request as ``execute`` receives it (built by the backend)."""
+        """A request as ``execute`` receives it (built by the backend); ``trace``: the
+        server's ``(trace id, context)`` of a traced request."""
         self = cls.__new__(cls)
         self._request_id = request_id
         self._correlation_id = correlation_id
@@ -404,6 +429,7 @@ class InferenceRequest:
         self._sender = InferenceResponseSender(link)
         self._link = link
         self._handle = None
+        self._trace = InferenceTrace._of(trace)
         return self
 
     # ------------------------------------------------------------------ accessors
@@ -454,8 +480,8 @@ class InferenceRequest:
         self._release_flags = flags
 
     def trace(self) -> InferenceTrace:
-        """The request's trace (no context here)."""
-        return InferenceTrace()
+        """The request's trace (see :class:`InferenceTrace`)."""
+        return self._trace
 
     # ------------------------------------------------------------------ BLS
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
+from ._errors import CoreError
 from ._metrics import make_registry
 from ._repository import Repository
 from ._settings import LogSettings, TraceSettings
@@ -47,8 +48,14 @@ class ServerCore:
     #: sampling and output of request traces (from ``trace``)
     tracer: Tracer = field(init=False)
 
+    def _version_of(self, name: str) -> int:
+        try:
+            return self.repository.get(name, "").version
+        except CoreError:
+            return -1
+
     def __post_init__(self) -> None:
-        self.tracer = Tracer(self.trace)
+        self.tracer = Tracer(self.trace, resolve=self._version_of)
         if self.registry is None:
             self.registry = make_registry(
                 self.repository.loaded_versions, self.repository.response_cache

@@ -50,7 +50,9 @@ __all__ = [
     "TraceSetting",
     "Tracer",
     "format_tensor",
+    "live_trace",
     "trace_execution",
+    "trace_queued",
 ]
 
 log = logging.getLogger("tritonhttp.server")
@@ -90,6 +92,21 @@ class Sink(Protocol):
     """Where finished trace groups go (the file of a setting, or an exporter)."""
 
     def done(self, root: Trace) -> None: ...
+
+    def context(self, trace: Trace) -> str | None:
+        """The trace context a model sees for ``trace`` (None in Triton's mode)."""
+
+    def version_of(self, model_name: str) -> int:
+        """The version a request to ``model_name`` without a version goes to (-1: none)."""
+
+
+#: traces whose request is in progress, by id (a BLS request names its parent's id)
+_LIVE: dict[int, Trace] = {}
+
+
+def live_trace(trace_id: int) -> Trace | None:
+    """The trace ``trace_id`` while its request is in progress."""
+    return _LIVE.get(trace_id)
 
 
 class Trace:
@@ -147,6 +164,7 @@ class Trace:
         self.span_id = 0
         #: a W3C ``traceparent`` the request arrived with (its remote parent), or ""
         self.context = ""
+        _LIVE[self.id] = self
 
     @property
     def parent_id(self) -> int:
@@ -169,8 +187,15 @@ class Trace:
         if self.level & TENSORS:
             self.tensors.append((activity, name, datatype, list(shape), data))
 
-    def spawn(self, model_name: str, model_version: int) -> Trace:
-        """A child trace for a request made from this one (BLS, ensemble step)."""
+    def handle(self) -> tuple[int, str | None]:
+        """What a model's ``request.trace()`` is made of: (id, context)."""
+        return (self.id, self.sink.context(self))
+
+    def spawn(self, model_name: str, model_version: int = -1) -> Trace:
+        """A child trace for a request made from this one (BLS, ensemble step) to
+        ``model_name`` (version -1: the one such a request goes to)."""
+        if model_version <= 0:
+            model_version = self.sink.version_of(model_name)
         child = Trace(self.level, self.sink, model_name, model_version, self)
         root = self.root
         root.children.append(child)
@@ -182,6 +207,7 @@ class Trace:
         if self.ended:
             return
         self.ended = True
+        _LIVE.pop(self.id, None)
         root = self.root
         if root is not self:
             root.open_children -= 1
@@ -342,6 +368,16 @@ class TraceSetting:
         self.stream: list[str] = []
         self.live = 0
         self.retired = False
+        #: the version a request to a model without a version goes to
+        self.resolve: Callable[[str], int] | None = None
+
+    def context(self, trace: Trace) -> str | None:
+        if self.mode == "triton" or self.exporter is None:
+            return None
+        return str(self.exporter.context(trace))
+
+    def version_of(self, model_name: str) -> int:
+        return self.resolve(model_name) if self.resolve is not None else -1
 
     def valid(self) -> bool:
         if self.level == 0 or self.rate == 0 or self.count == 0:
@@ -410,9 +446,13 @@ class Tracer:
     each model with settings of its own, rebuilt when the trace API changes them."""
 
     def __init__(
-        self, settings: TraceSettings, exporter_factory: Callable[[], Any] | None = None
+        self,
+        settings: TraceSettings,
+        exporter_factory: Callable[[], Any] | None = None,
+        resolve: Callable[[str], int] | None = None,
     ) -> None:
         self.settings = settings
+        self.resolve = resolve
         self.file = TraceFile(settings.file)
         self.exporter: Any = None
         if settings.mode == "opentelemetry" and exporter_factory is not None:
@@ -432,7 +472,7 @@ class Tracer:
         level = 0
         for name in view["trace_level"]:
             level |= LEVEL_BITS.get(name, 0)
-        return TraceSetting(
+        setting = TraceSetting(
             level,
             view["trace_rate"],
             view["trace_count"],
@@ -441,6 +481,8 @@ class Tracer:
             self.settings.mode,
             self.exporter,
         )
+        setting.resolve = self.resolve
+        return setting
 
     def _update_active(self) -> None:
         self.active = self.global_setting.valid() or any(s.valid() for s in self.models.values())

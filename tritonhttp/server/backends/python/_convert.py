@@ -45,7 +45,7 @@ def pb_request(
     answering through ``link``."""
     return InferenceRequest._server_side(
         req.id, req.correlation_id, inputs, wanted, req.flags, req.timeout_us,
-        params_json(req), link,
+        params_json(req), link, None if req.trace is None else req.trace.handle(),
     )  # fmt: skip
 
 

@@ -163,7 +163,8 @@ class AutoComplete(NamedTuple):
 
 class ExecRequest(NamedTuple):
     """One request of a batch. ``answer``: the front's spec of the client's answer when
-    the worker may write it itself (:class:`Connection`), else None."""
+    the worker may write it itself (:class:`Connection`), else None. ``trace``: a traced
+    request's ``(trace id, context)`` (what ``request.trace()`` gives), else None."""
 
     token: int
     request_id: str
@@ -174,6 +175,7 @@ class ExecRequest(NamedTuple):
     wanted: tuple[str, ...]
     block: Any
     answer: Any
+    trace: tuple[int, str | None] | None = None
 
 
 class Exec(NamedTuple):
@@ -335,7 +337,8 @@ class Call(NamedTuple):
 
 
 class BlsRequest(NamedTuple):
-    """What a BLS request carries besides its model."""
+    """What a BLS request carries besides its model; ``trace``: the id of the trace the
+    model passed (its request becomes a child of that trace), else None."""
 
     request_id: str
     correlation_id: int | str
@@ -344,6 +347,7 @@ class BlsRequest(NamedTuple):
     parameters: dict[str, Any]
     requested: list[str]
     block: Any
+    trace: int | None = None
 
 
 class Bls(NamedTuple):

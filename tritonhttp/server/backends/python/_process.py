@@ -616,7 +616,7 @@ class ProcessInstance:
                 return
             w.send(msg.BlsResponse(call_id, self._encode(w, response), final))
 
-        self._spawn(self._services.infer(req, m.model, m.version, m.decoupled, emit))
+        self._spawn(self._services.infer(req, m.model, m.version, m.decoupled, emit, r.trace))
 
     @staticmethod
     def _encode(worker: WorkerProcess, response: InferResponse | None) -> msg.ResponseDesc | None:
@@ -812,7 +812,8 @@ class ProcessInstance:
                 answer = (reply.key, reply.answer)
             wire.append(
                 msg.ExecRequest(token, req.id, req.correlation_id, req.flags, req.timeout_us,
-                            params_json(req), wanted, block, answer)
+                            params_json(req), wanted, block, answer,
+                            None if req.trace is None else req.trace.handle())
             )  # fmt: skip
         worker.send_frame(msg.encode_exec(batch_id, wire))
         return collectors

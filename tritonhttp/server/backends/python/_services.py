@@ -20,6 +20,7 @@ from triton_python_backend_utils._request import InferenceRequest
 
 from ...core._backend_api import Emit, ServerBridge
 from ...core._errors import CoreError
+from ...core._trace import live_trace
 from ...core._types import InferRequest, InferResponse
 from ._convert import core_request, pb_response
 from ._execution import current_host
@@ -61,6 +62,29 @@ class ModelServices:
     # ------------------------------------------------------------------ BLS
 
     async def infer(
+        self,
+        request: InferRequest,
+        name: str,
+        version: int,
+        decoupled: bool,
+        emit: Emit,
+        trace_id: int | None = None,
+    ) -> None:
+        """Run a model's BLS request; ``trace_id``: the trace the model passed with it
+        (the request is then traced as that trace's child while it runs)."""
+        if trace_id is not None:
+            parent = live_trace(trace_id)
+            if parent is not None:
+                request.trace = parent.spawn(name, version)
+                try:
+                    await self._infer(request, name, version, decoupled, emit)
+                finally:
+                    request.trace.stamp("REQUEST_END")
+                    request.trace.end()
+                return
+        await self._infer(request, name, version, decoupled, emit)
+
+    async def _infer(
         self, request: InferRequest, name: str, version: int, decoupled: bool, emit: Emit
     ) -> None:
         if self.bridge is None:
@@ -177,7 +201,8 @@ class InProcessRuntime(_runtime.Runtime):
         stream.cancel_hook = cancel
         name, version = request._model_name, request._model_version
         asyncio.run_coroutine_threadsafe(
-            self.services.infer(core, name, version, decoupled, emit), loop
+            self.services.infer(core, name, version, decoupled, emit, request._trace._id or None),
+            loop,
         )
         return stream
 

@@ -440,6 +440,7 @@ class Worker:
         carried = msg.BlsRequest(
             request._request_id, request._correlation_id, request._flags, request._timeout,
             request._param_dict, sorted(request._requested), tensors,
+            request._trace._id or None,
         )  # fmt: skip
         self.channel.send(
             msg.Bls(call_id, request._model_name, request._model_version, decoupled, carried)
@@ -525,6 +526,7 @@ class Worker:
                     d.timeout_us,
                     d.parameters,
                     _Link(self, d.token, decoupled, wanted, d.answer),
+                    d.trace,
                 )
             )
         self._run(batch_id, requests, None)
