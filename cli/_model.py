@@ -252,10 +252,71 @@ def new(
 
 
 def _shown(path: Path) -> str:
+    """``path`` relative to the current folder when it is below it, else absolute."""
     try:
-        return os.path.relpath(path)
+        relative = os.path.relpath(path)
     except ValueError:  # another drive (Windows)
         return str(path)
+    return str(path) if relative.startswith("..") else relative
+
+
+@model.command("check")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--no-run", is_flag=True, help="Load only: send no inference request.")
+@click.option(
+    "--isolation",
+    type=click.Choice(["process", "in-process"]),
+    default="process",
+    show_default=True,
+    help="Where model code runs (as the server's --python-isolation).",
+)
+@click.option("--random", "random_data", is_flag=True, help="Random inputs instead of zeros.")
+@click.option(
+    "--load",
+    "also",
+    multiple=True,
+    metavar="MODEL",
+    help="Also load MODEL of the repository, e.g. the model a BLS model calls (repeatable).",
+)
+@json_flag
+@click.pass_context
+def check(
+    ctx: click.Context,
+    path: Path,
+    no_run: bool,
+    isolation: str,
+    random_data: bool,
+    also: tuple[str, ...],
+) -> None:
+    """Check the model at PATH (or every model of the repository PATH) without serving.
+
+    Loads it with the server's own code: config parsing (with line and column) and
+    validation, model.py import (with file and line), auto_complete_config and
+    initialize; then, unless --no-run, sends one request of zero data of the
+    configured shapes and compares the outputs with the configuration. Exit status
+    0 clean, 1 problems found, 2 usage error.
+    """
+    from ._check import check_path
+
+    settings: Settings = ctx.obj
+    reports = check_path(
+        path, run=not no_run, isolation=isolation, random_data=random_data, also=also
+    )
+    failed = any(r.problems for r in reports)
+    if settings.json_output:
+        emit_json(settings, {"ok": not failed, "models": [r.as_json() for r in reports]})
+        ctx.exit(1 if failed else 0)
+    for report in reports:
+        shown = _shown(Path(report.path))
+        if not report.problems:
+            done = "loaded and answered a request" if report.ran else "loaded"
+            notes = "".join(f"; {n}" for n in report.notes)
+            settings.stdout.write(f"{shown}: ok ({done}{notes})\n")
+            continue
+        settings.stdout.write(f"{shown}: {len(report.problems)} problem(s)\n")
+        for problem in report.problems:
+            settings.stdout.write(f"  {problem.text()}\n")
+    ctx.exit(1 if failed else 0)
 
 
 def _avg_us(stats: dict[str, Any], key: str) -> str:

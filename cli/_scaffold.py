@@ -127,7 +127,9 @@ _HEADER = '''"""{summary}
 
 Triton calls ``initialize`` once for each instance, ``execute`` with each batch of
 requests and ``finalize`` when the model is unloaded. The inputs and outputs are declared
-in ``../config.pbtxt``; check the model with ``triton-cli model check {repo_dir}``.
+in ``../config.pbtxt``. Check the model without serving it with::
+
+    triton-cli model check {repo_dir}{load}
 """
 
 from __future__ import annotations
@@ -147,6 +149,10 @@ def input_array(request: pb_utils.InferenceRequest, name: str) -> np.ndarray[Any
     return tensor.as_numpy()
 
 '''
+
+
+def _load_hint(s: Scaffold) -> str:
+    return f" --load {s.target}" if s.kind == "bls" else ""
 
 
 def _output_expr(s: Scaffold, out: TensorSpec) -> str:
@@ -193,7 +199,7 @@ def model_text(s: Scaffold, repo_dir: str) -> str:
         return _bls_model(s, repo_dir)
     summary = f"{s.name}: a Triton Python-backend model answering each request once."
     return (
-        _HEADER.format(summary=summary, repo_dir=repo_dir)
+        _HEADER.format(summary=summary, repo_dir=repo_dir, load=_load_hint(s))
         + f'''
 class TritonPythonModel:
     """{_describe(s)}"""
@@ -229,7 +235,7 @@ def _describe(s: Scaffold) -> str:
 def _decoupled_model(s: Scaffold, repo_dir: str) -> str:
     summary = f"{s.name}: a decoupled Triton Python-backend model streaming its responses."
     return (
-        _HEADER.format(summary=summary, repo_dir=repo_dir)
+        _HEADER.format(summary=summary, repo_dir=repo_dir, load=_load_hint(s))
         + f'''
 #: how many responses each request gets before its final flag
 RESPONSES = 3
@@ -267,7 +273,7 @@ def _bls_model(s: Scaffold, repo_dir: str) -> str:
     summary = f"{s.name}: a Triton Python-backend model calling another model (BLS)."
     names = ", ".join(f'"{o.name}"' for o in s.outputs)
     return (
-        _HEADER.format(summary=summary, repo_dir=repo_dir)
+        _HEADER.format(summary=summary, repo_dir=repo_dir, load=_load_hint(s))
         + f'''
 class TritonPythonModel:
     """Sends its inputs to the model named by the ``target_model`` parameter of its
@@ -460,10 +466,12 @@ def scaffold(s: Scaffold, repository: Path, tests_dir: Path | None, force: bool)
 
 
 def _shown(path: Path) -> str:
+    """``path`` relative to the current folder when it is below it, else absolute."""
     try:
-        return os.path.relpath(path)
+        relative = os.path.relpath(path)
     except ValueError:  # another drive (Windows)
         return str(path)
+    return str(path) if relative.startswith("..") else relative
 
 
 def build_scaffolds(
