@@ -1,0 +1,308 @@
+"""``bench`` measurement: perf_analyzer's windows, stability rule and sweeps.
+
+A level is warmed up, then measured in windows: ``time_windows`` of ``-p`` ms, or
+``count_windows`` of ``--measurement-request-count`` requests. A window counts the
+requests that finished inside it. The level is stable when the last three windows agree
+within ``-s`` percent: the largest throughput over the smallest, and the largest
+stabilising latency (the average, or ``--percentile``) over the smallest, are each at
+most ``1 + s/100``; its result merges those three windows. ``--max-trials`` windows
+without that is an unstable level and ends the sweep, as does a stabilising latency at or
+over ``-l`` ms. With ``-n`` (or ``-d``) one window of that many requests (seconds) is
+the result. The server's statistics are read at each window's edges, so the server-side
+breakdown covers exactly the measured windows.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._bench_load import Load
+
+__all__ = [
+    "LevelResult",
+    "MeasureOptions",
+    "Snapshot",
+    "measure_level",
+    "percentile",
+    "server_delta",
+]
+
+STAT_KEYS = ("success", "queue", "compute_input", "compute_infer", "compute_output")
+
+
+def percentile(ordered: list[float], q: float) -> float:
+    """Nearest-rank percentile of an ascending list (q in 0..100; NaN when empty)."""
+    if not ordered:
+        return math.nan
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+@dataclass(frozen=True)
+class MeasureOptions:
+    """How a level is measured."""
+
+    interval_s: float = 5.0
+    mode: str = "time_windows"
+    request_count: int = 50
+    stability: float = 0.10
+    max_trials: int = 10
+    percentile: int | None = None
+    latency_threshold_ms: float | None = None
+    warmup_s: float = 0.0
+    warmup_requests: int = 0
+    fixed_requests: int | None = None
+    fixed_duration_s: float | None = None
+    batch_size: int = 1
+
+
+#: A reading of the server's statistics: (inference count, execution count, and
+#: ``{key: (count, ns)}`` for STAT_KEYS), or None when the server has none.
+Snapshot = tuple[int, int, dict[str, tuple[int, int]]] | None
+
+
+def server_delta(before: Snapshot, after: Snapshot) -> dict[str, float] | None:
+    """The server-side figures between two readings: counts, and average µs per request."""
+    if before is None or after is None:
+        return None
+    out: dict[str, float] = {
+        "inference_count": after[0] - before[0],
+        "execution_count": after[1] - before[1],
+    }
+    for key in STAT_KEYS:
+        count = after[2][key][0] - before[2][key][0]
+        ns = after[2][key][1] - before[2][key][1]
+        if key == "success":
+            out["success_count"] = count
+            key = "request"
+        out[key] = ns / count / 1000 if count > 0 else math.nan
+    parts = [out[k] for k in ("queue", "compute_input", "compute_infer", "compute_output")]
+    out["overhead"] = max(0.0, out["request"] - sum(p for p in parts if not math.isnan(p)))
+    return out
+
+
+@dataclass
+class Window:
+    """One measurement window: the requests that finished in it, and its edges."""
+
+    records: list[Any]
+    seconds: float
+    cpu_s: float
+    before: Snapshot
+    after: Snapshot
+
+    def latencies(self) -> list[float]:
+        """Latencies (s) of the successful requests, ascending."""
+        return sorted(r[1] - r[0] for r in self.records if r[2] is None)
+
+
+@dataclass
+class LevelResult:
+    """What one load level measured (merged over its stable windows)."""
+
+    load: str  # "concurrency" or "request_rate"
+    level: float
+    requests: int
+    errors: int
+    window_s: float
+    latencies_s: list[float] = field(repr=False)
+    first_error: str | None = None
+    server: dict[str, float] | None = None
+    batch_size: int = 1
+    stable: bool = True
+    windows: int = 1
+    client: dict[str, float] = field(default_factory=dict)  # send/wait/recv/cpu, µs
+    delayed: int = 0
+    sequences: int = 0
+    metrics: dict[str, Any] | None = None
+
+    @property
+    def throughput(self) -> float:
+        """Successful requests per second."""
+        return self.requests / self.window_s if self.window_s > 0 else 0.0
+
+    @property
+    def infer_per_sec(self) -> float:
+        """Inferences per second (requests times the batch size)."""
+        return self.throughput * self.batch_size
+
+    def latency_ms(self) -> dict[str, float]:
+        """avg, std, min, p50, p90, p95, p99, max in milliseconds (NaN without requests)."""
+        lat = self.latencies_s
+        stats = {
+            "avg": statistics.fmean(lat) if lat else math.nan,
+            "std": statistics.pstdev(lat) if len(lat) > 1 else (0.0 if lat else math.nan),
+            "min": lat[0] if lat else math.nan,
+        }
+        for q in (50, 90, 95, 99):
+            stats[f"p{q}"] = percentile(lat, q)
+        stats["max"] = lat[-1] if lat else math.nan
+        return {k: v * 1000 for k, v in stats.items()}
+
+    def stabilizing_ms(self, q: int | None) -> float:
+        """The latency the stability rule and ``-l`` look at: average or ``q``-th percentile."""
+        if q is None:
+            return self.latency_ms()["avg"]
+        return percentile(self.latencies_s, q) * 1000
+
+
+def _window_figures(window: Window, options: MeasureOptions) -> tuple[float, float]:
+    """(inferences per second, stabilising latency in ms) of one window."""
+    lat = window.latencies()
+    ips = len(lat) * options.batch_size / window.seconds if window.seconds > 0 else 0.0
+    if not lat:
+        return ips, math.inf
+    if options.percentile is None:
+        return ips, statistics.fmean(lat) * 1000
+    return ips, percentile(lat, options.percentile) * 1000
+
+
+def stable(figures: list[tuple[float, float]], threshold: float) -> bool:
+    """perf_analyzer's rule over the last three windows (throughput and latency)."""
+    if len(figures) < 3:
+        return False
+    last = figures[-3:]
+    ips = [f[0] for f in last]
+    lat = [f[1] for f in last]
+    if min(ips) <= 0 or math.isinf(max(lat)) or min(lat) <= 0:
+        return False
+    return max(ips) / min(ips) <= 1 + threshold and max(lat) / min(lat) <= 1 + threshold
+
+
+class _Progress:
+    """Called about ten times a second while a level runs: (fraction, completed count)."""
+
+    def __init__(self, report: Callable[[float, int], None] | None) -> None:
+        self.report = report
+
+    def __call__(self, done: float, completed: int) -> None:
+        if self.report is not None:
+            self.report(min(done, 1.0), completed)
+
+
+def _wait_warmup(load: Load, options: MeasureOptions, progress: _Progress) -> None:
+    begin = time.perf_counter()
+    while load.alive():
+        elapsed = time.perf_counter() - begin
+        if elapsed >= options.warmup_s and len(load.records) >= options.warmup_requests:
+            return
+        progress(0.0, len(load.records))
+        time.sleep(0.005)
+
+
+def _one_window(
+    load: Load,
+    options: MeasureOptions,
+    stats: Callable[[], Snapshot],
+    progress: _Progress,
+    before: Snapshot,
+    total: float,
+) -> Window:
+    """Measure one window from now."""
+    mark = len(load.records)
+    start, cpu = time.perf_counter(), time.process_time()
+    count = options.fixed_requests or (
+        options.request_count if options.mode == "count_windows" else None
+    )
+    span = options.fixed_duration_s or options.interval_s
+    while load.alive():
+        now = time.perf_counter()
+        done = len(load.records) - mark
+        if count is not None:
+            progress(done / count / total, len(load.records))
+            if done >= count:
+                break
+        else:
+            progress((now - start) / span / total, len(load.records))
+            if now - start >= span:
+                break
+        time.sleep(0.002 if count is not None else 0.02)
+    end, cpu_end = time.perf_counter(), time.process_time()
+    records = load.records[mark:]
+    if options.fixed_requests is not None:
+        records = records[: options.fixed_requests]
+        if records:
+            end = max(r[1] for r in records)
+    return Window(records, end - start, cpu_end - cpu, before, stats())
+
+
+def _windows(
+    load: Load, options: MeasureOptions, stats: Callable[[], Snapshot], progress: _Progress
+) -> tuple[list[Window], bool, bool]:
+    """Measure windows until stable: (windows kept, stable, over the latency threshold)."""
+    fixed = options.fixed_requests is not None or options.fixed_duration_s is not None
+    trials = 1 if fixed else options.max_trials
+    windows: list[Window] = []
+    figures: list[tuple[float, float]] = []
+    before = stats()
+    limit = options.latency_threshold_ms
+    for _ in range(trials):
+        window = _one_window(load, options, stats, progress, before, trials if not fixed else 1)
+        before = window.after
+        windows.append(window)
+        figures.append(_window_figures(window, options))
+        if not load.alive():
+            break
+        if limit is not None and any(f[1] >= limit for f in figures[-3:]):
+            return windows[-3:], fixed or stable(figures, options.stability), True
+        if not fixed and stable(figures, options.stability):
+            return windows[-3:], True, False
+    return windows[-3:] if not fixed else windows, fixed, False
+
+
+def _client_figures(records: list[Any], cpu_s: float) -> dict[str, float]:
+    """Average send / response wait / receive µs, and the client's CPU µs per request."""
+    timed = [r for r in records if len(r) > 3 and not math.isnan(r[3])]
+    out = {"cpu_per_request_us": cpu_s / len(records) * 1e6 if records else math.nan}
+    for i, key in ((3, "send_us"), (4, "wait_us"), (5, "recv_us")):
+        out[key] = statistics.fmean(r[i] for r in timed) * 1e6 if timed else math.nan
+    return out
+
+
+def measure_level(
+    load: Load,
+    level: tuple[str, float],
+    options: MeasureOptions,
+    stats: Callable[[], Snapshot],
+    report: Callable[[float, int], None] | None = None,
+) -> tuple[LevelResult, bool]:
+    """Run ``load`` and measure it: (result, whether it is over the latency threshold)."""
+    progress = _Progress(report)
+    load.start()
+    try:
+        _wait_warmup(load, options, progress)
+        windows, is_stable, over = _windows(load, options, stats, progress)
+    finally:
+        load.stop()
+    records = [r for w in windows for r in w.records]
+    seconds = sum(w.seconds for w in windows)
+    cpu = sum(w.cpu_s for w in windows)
+    ok = sorted(r[1] - r[0] for r in records if r[2] is None)
+    errors = [r[2] for r in records if r[2] is not None]
+    if not records:
+        errors = [r[2] for r in load.records if r[2] is not None][:1]
+    client = _client_figures(records, cpu)
+    client["busy_pct"] = cpu / seconds * 100 if seconds > 0 else math.nan
+    result = LevelResult(
+        load=level[0],
+        level=level[1],
+        requests=len(ok),
+        errors=len(errors),
+        window_s=seconds,
+        latencies_s=ok,
+        first_error=errors[0] if errors else None,
+        server=server_delta(windows[0].before, windows[-1].after) if windows else None,
+        batch_size=options.batch_size,
+        stable=is_stable,
+        windows=len(windows),
+        client=client,
+        delayed=sum(1 for r in records if len(r) > 6 and r[6]),
+        sequences=sum(1 for r in records if len(r) > 7 and r[7]),
+    )
+    return result, over

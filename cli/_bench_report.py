@@ -1,0 +1,276 @@
+"""``bench`` reports: perf_analyzer's text per level, the summary table, ``-f`` CSV in
+perf_analyzer's column layout, the ``--json`` document and the profile export."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ._bench_measure import LevelResult
+
+__all__ = [
+    "csv_text",
+    "level_json",
+    "level_text",
+    "profile_record",
+    "results_table",
+]
+
+
+def _us(value: float) -> str:
+    return "0" if math.isnan(value) else str(int(value))
+
+
+def _level_name(r: LevelResult) -> str:
+    if r.load == "concurrency":
+        return f"Request concurrency: {int(r.level)}"
+    return f"Request Rate: {r.level:g} inference requests per second"
+
+
+def level_text(r: LevelResult, percentile: int | None, verbose: bool) -> str:
+    """One level as perf_analyzer prints it (client side, then server side)."""
+    lat = r.latency_ms()
+    lines = [_level_name(r), "  Client: ", f"    Request count: {r.requests + r.errors}"]
+    if r.requests + r.errors and r.delayed / (r.requests + r.errors) > 0.1:
+        lines.append(
+            f"    [WARNING] {r.delayed} requests were sent late: the client did not keep up "
+            "with the request rate"
+        )
+    if r.sequences:
+        lines.append(f"    Sequence count: {r.sequences} ({r.sequences / r.window_s:.2f} seq/sec)")
+    lines.append(f"    Throughput: {r.infer_per_sec:g} infer/sec")
+    client = r.client
+    if verbose:
+        lines.append(
+            f"    Avg client overhead: {client.get('busy_pct', math.nan):.2f}% "
+            f"({_us(client.get('cpu_per_request_us', math.nan))} usec CPU per request)"
+        )
+    if percentile is None:
+        lines.append(
+            f"    Avg latency: {_us(lat['avg'] * 1000)} usec "
+            f"(standard deviation {_us(lat['std'] * 1000)} usec)"
+        )
+    for q in sorted({50, 90, 95, 99, *([percentile] if percentile else [])}):
+        from ._bench_measure import percentile as pick
+
+        lines.append(f"    p{q} latency: {_us(pick(r.latencies_s, q) * 1e6)} usec")
+    lines.append(_http_line(r, verbose))
+    if r.errors:
+        lines.append(f"    Failed requests: {r.errors} (first: {r.first_error})")
+    if r.server is not None:
+        lines.extend(_server_lines(r.server))
+    return "\n".join(line for line in lines if line)
+
+
+def _http_line(r: LevelResult, verbose: bool) -> str:
+    c = r.client
+    send, wait, recv = c.get("send_us", math.nan), c.get("wait_us", math.nan), c.get("recv_us")
+    if send is None or math.isnan(send) or recv is None:
+        return ""
+    total = send + wait + recv
+    if verbose:
+        detail = (
+            f"send {_us(send)} usec + response wait {_us(wait)} usec + receive {_us(recv)} usec"
+        )
+    else:
+        detail = f"send/recv {_us(send + recv)} usec + response wait {_us(wait)} usec"
+    return f"    Avg HTTP time: {_us(total)} usec ({detail})"
+
+
+def _server_lines(s: dict[str, float]) -> list[str]:
+    lines = [
+        "  Server: ",
+        f"    Inference count: {int(s['inference_count'])}",
+        f"    Execution count: {int(s['execution_count'])}",
+        f"    Successful request count: {int(s['success_count'])}",
+    ]
+    if not s["success_count"]:
+        return lines
+    lines.append(
+        f"    Avg request latency: {_us(s['request'])} usec (overhead {_us(s['overhead'])} usec"
+        f" + queue {_us(s['queue'])} usec + compute input {_us(s['compute_input'])} usec"
+        f" + compute infer {_us(s['compute_infer'])} usec"
+        f" + compute output {_us(s['compute_output'])} usec)"
+    )
+    return lines
+
+
+# -- the summary table -------------------------------------------------------------------
+
+#: The table's columns in the order shown, and the order they are kept in when the
+#: terminal is narrow (the first ones always).
+_COLUMNS = ("load", "infer/s", "avg", "p50", "p90", "p95", "p99", "errors", "queue", "compute")
+_PRIORITY = ("load", "infer/s", "p50", "p99", "avg", "errors", "compute", "queue", "p90", "p95")
+
+
+def _cells(r: LevelResult) -> dict[str, str]:
+    lat = r.latency_ms()
+    server = r.server or {}
+
+    def ms(v: float) -> str:
+        return "-" if math.isnan(v) else f"{v:.2f}"
+
+    compute = sum(
+        server.get(k, math.nan) for k in ("compute_input", "compute_infer", "compute_output")
+    )
+    return {
+        "load": str(int(r.level)) if r.load == "concurrency" else f"{r.level:g}",
+        "infer/s": f"{r.infer_per_sec:.1f}",
+        "errors": str(r.errors),
+        **{k: ms(lat[k]) for k in ("avg", "p50", "p90", "p95", "p99")},
+        "queue": ms(server.get("queue", math.nan) / 1000) if server else "-",
+        "compute": ms(compute / 1000) if server else "-",
+    }
+
+
+def results_table(model: str, load: str, results: list[LevelResult], width: int) -> Table:
+    """The summary: one row per level; the least needed columns are left out when the
+    table would not fit ``width`` (numbers are never wrapped)."""
+    from ._render import new_table
+
+    rows = [_cells(r) for r in results]
+    header = {"load": "conc" if load == "concurrency" else "rate/s"}
+    kept: set[str] = set()
+    used = 0
+    for column in _PRIORITY:
+        size = max([len(header.get(column, column)), *(len(row[column]) for row in rows)])
+        if kept and used + size + 3 > width:
+            break
+        kept.add(column)
+        used += size + 3
+    chosen = [c for c in _COLUMNS if c in kept]
+    titles = [header.get(c, c) for c in chosen]
+    table = new_table(*titles, numeric=titles, title=f"{model}: times in ms")
+    for col in table.columns:
+        col.no_wrap = True
+        col.overflow = "ellipsis"
+        col.justify = "right"
+    for row in rows:
+        table.add_row(*(row[c] for c in chosen))
+    return table
+
+
+# -- files -------------------------------------------------------------------------------
+
+
+def csv_text(results: list[LevelResult], verbose: bool, metrics: bool) -> str:
+    """``-f`` CSV: perf_analyzer's columns (µs), rows by increasing throughput."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    first = "Concurrency" if not results or results[0].load == "concurrency" else "Request Rate"
+    header = [
+        first,
+        "Inferences/Second",
+        "Client Send",
+        "Network+Server Send/Recv",
+        "Server Queue",
+        "Server Compute Input",
+        "Server Compute Infer",
+        "Server Compute Output",
+        "Client Recv",
+        "p50 latency",
+        "p90 latency",
+        "p95 latency",
+        "p99 latency",
+    ]
+    if verbose:
+        header += ["Avg latency", "request/response", "response wait"]
+    if metrics:
+        header += [
+            "Avg GPU Utilization",
+            "Avg GPU Power Usage",
+            "Max GPU Memory Usage",
+            "Total GPU Memory",
+        ]
+    writer.writerow(header)
+    for r in sorted(results, key=lambda r: r.infer_per_sec):
+        writer.writerow(_csv_row(r, verbose, metrics))
+    return buffer.getvalue()
+
+
+def _csv_row(r: LevelResult, verbose: bool, metrics: bool) -> list[str]:
+    from ._bench_measure import percentile
+
+    lat = r.latency_ms()
+    server = r.server or {}
+    send = _zero(r.client.get("send_us"))
+    recv = _zero(r.client.get("recv_us"))
+    avg_us = _zero(lat["avg"] * 1000)
+    queue = _zero(server.get("queue"))
+    compute = [_zero(server.get(k)) for k in ("compute_input", "compute_infer", "compute_output")]
+    network = max(0.0, avg_us - send - recv - queue - sum(compute))
+    level = str(int(r.level)) if r.load == "concurrency" else f"{r.level:g}"
+    row = [
+        level,
+        f"{r.infer_per_sec:g}",
+        *(str(int(v)) for v in (send, network, queue, *compute, recv)),
+    ]
+    row += [str(int(_zero(percentile(r.latencies_s, q) * 1e6))) for q in (50, 90, 95, 99)]
+    if verbose:
+        wait = _zero(r.client.get("wait_us"))
+        row += [str(int(avg_us)), str(int(send + recv)), str(int(wait))]
+    if metrics:
+        row += _gpu_cells(r.metrics or {})
+    return row
+
+
+def _zero(value: float | None) -> float:
+    return 0.0 if value is None or math.isnan(value) else value
+
+
+def _gpu_cells(metrics: dict[str, Any]) -> list[str]:
+    def joined(key: str) -> str:
+        values = metrics.get(key, {})
+        return "".join(f"{gpu}:{value:g};" for gpu, value in values.items())
+
+    return [
+        joined(k)
+        for k in ("gpu_utilization", "gpu_power_usage", "gpu_memory_used_max", "gpu_memory_total")
+    ]
+
+
+def _stat_block(values: list[float], unit: str, scale: float) -> dict[str, Any]:
+    from ._bench_stats import summary
+
+    return {"unit": unit, **summary([v * scale for v in values])}
+
+
+def level_json(r: LevelResult) -> dict[str, Any]:
+    """One level for ``--json``."""
+    return {
+        "level": int(r.level) if r.load == "concurrency" else r.level,
+        "requests": r.requests,
+        "errors": r.errors,
+        "window_s": r.window_s,
+        "stable": r.stable,
+        "windows": r.windows,
+        "throughput": {"requests_per_s": r.throughput, "inferences_per_s": r.infer_per_sec},
+        "latency_ms": r.latency_ms(),
+        "server_us": r.server,
+        "client_us": r.client,
+        "delayed_requests": r.delayed,
+        "sequences": r.sequences,
+        "metrics": r.metrics,
+        "first_error": r.first_error,
+    }
+
+
+def profile_record(r: LevelResult) -> dict[str, Any]:
+    """One level of the profile export: every metric as ``{"unit", "avg", ...}``."""
+    record: dict[str, Any] = {
+        "request_throughput": {"unit": "requests/sec", "avg": r.throughput},
+        "inference_throughput": {"unit": "infer/sec", "avg": r.infer_per_sec},
+        "request_latency": _stat_block(r.latencies_s, "ms", 1000.0),
+    }
+    for key in ("request", "queue", "compute_input", "compute_infer", "compute_output", "overhead"):
+        if r.server is not None:
+            record[f"server_{key}"] = {"unit": "us", "avg": r.server[key]}
+    for key in ("send_us", "wait_us", "recv_us", "cpu_per_request_us"):
+        if key in r.client:
+            record["client_" + key.removesuffix("_us")] = {"unit": "us", "avg": r.client[key]}
+    return record

@@ -1,0 +1,402 @@
+"""A perf_analyzer-style ``bench`` run: set up the requests, sweep the levels, report."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ._errors import CliError, InputError, describe
+
+if TYPE_CHECKING:
+    import tritonhttp
+
+    from ._bench_load import Target
+    from ._bench_measure import LevelResult, MeasureOptions, Snapshot
+    from ._settings import Settings
+    from ._values import ModelIO
+
+__all__ = ["run_bench"]
+
+
+@dataclass
+class Plan:
+    """The levels to run and how."""
+
+    load: str  # "concurrency" or "request_rate"
+    levels: list[float]
+    mode: str
+    distribution: str
+    intervals: list[float] | None
+    max_threads: int
+
+
+def _plan(options: dict[str, Any]) -> Plan:
+    from ._bench import parse_levels
+
+    intervals = None
+    if options["request_intervals"]:
+        intervals = _read_intervals(options["request_intervals"])
+        rate = len(intervals) / sum(intervals)
+        return Plan(
+            "request_rate", [rate], options["mode"], "constant", intervals, options["max_threads"]
+        )
+    if options["request_rate"]:
+        levels = parse_levels(options["request_rate"], "--request-rate", False)
+        return Plan(
+            "request_rate",
+            levels,
+            options["mode"],
+            options["request_distribution"],
+            None,
+            options["max_threads"],
+        )
+    levels = parse_levels(options["concurrency"] or "1", "--concurrency", True)
+    return Plan("concurrency", levels, options["mode"], "constant", None, options["max_threads"])
+
+
+def _read_intervals(path: str) -> list[float]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").split()
+        values = [float(x) / 1e6 for x in lines]
+    except OSError as e:
+        raise InputError(f"--request-intervals {path}: {e.strerror or e}") from None
+    except ValueError:
+        raise InputError(f"--request-intervals {path}: expected microseconds, one a line") from None
+    if not values or any(v < 0 for v in values) or sum(values) <= 0:
+        raise InputError(f"--request-intervals {path}: needs positive intervals")
+    return values
+
+
+def measure_options(options: dict[str, Any], batch: int) -> MeasureOptions:
+    """The measurement options of the command line."""
+    from ._bench_measure import MeasureOptions
+
+    return MeasureOptions(
+        interval_s=options["measurement_interval"] / 1000,
+        mode=options["measurement_mode"],
+        request_count=options["measurement_request_count"],
+        stability=options["stability_percentage"] / 100,
+        max_trials=options["max_trials"],
+        percentile=options["percentile"],
+        latency_threshold_ms=options["latency_threshold"],
+        warmup_s=options["warmup"],
+        warmup_requests=options["warmup_request_count"],
+        fixed_requests=options["request_count"],
+        fixed_duration_s=options["duration"],
+        batch_size=batch,
+    )
+
+
+def server_stats(
+    client: tritonhttp.InferenceServerClient, model: str, version: str, headers: Any
+) -> Callable[[], Snapshot]:
+    """A reader of the model's statistics (None when the server has no statistics)."""
+    from ._bench_measure import STAT_KEYS
+
+    def read() -> Snapshot:
+        try:
+            answer = client.get_inference_statistics(model, version, headers=headers)
+            totals = {k: (0, 0) for k in STAT_KEYS}
+            infer = execs = 0
+            for entry in answer["model_stats"]:
+                stats = entry["inference_stats"]
+                infer += int(entry.get("inference_count", 0))
+                execs += int(entry.get("execution_count", 0))
+                for k in STAT_KEYS:
+                    c, n = totals[k]
+                    totals[k] = (c + int(stats[k]["count"]), n + int(stats[k]["ns"]))
+            return infer, execs, totals
+        except Exception:  # statistics are a bonus: never fail the bench over them
+            return None
+
+    return read
+
+
+def _input_options(options: dict[str, Any], io: ModelIO) -> Any:
+    from ._bench_inputs import InputOptions, parse_shape_option
+    from ._infer import build_inputs, parse_input_args
+
+    args = parse_input_args(options["inputs"], (), options["datatypes"])
+    return InputOptions(
+        sources=options["input_data"],
+        shapes=parse_shape_option(options["shapes"]),
+        string_length=options["string_length"],
+        string_data=options["string_data"],
+        batch_size=options["batch_size"],
+        given=build_inputs(io, args),
+    )
+
+
+@contextlib.contextmanager
+def _target(
+    settings: Settings,
+    client: tritonhttp.InferenceServerClient,
+    model: str,
+    options: dict[str, Any],
+) -> Iterator[tuple[Target, ModelIO]]:
+    """Fetch the model, load the data, prepare the requests (and shared memory)."""
+    from ._bench_inputs import load_data
+    from ._bench_load import Target
+    from ._bench_requests import (
+        RequestSource,
+        SequenceOptions,
+        SharedMemory,
+        parse_id_range,
+        prepare,
+        sequence_model,
+    )
+    from ._infer import fetch_model_io
+
+    version = options["model_version"]
+    io = fetch_model_io(client, settings, model, version)
+    config = client.get_model_config(model, version, headers=settings.request_headers)
+    data = load_data(io, _input_options(options, io))
+    sequences = None
+    if sequence_model(config):
+        start, end = parse_id_range(options["sequence_id_range"])
+        sequences = SequenceOptions(
+            options["sequence_length"], start, end, options["serial_sequences"]
+        )
+    shm = None
+    if options["shared_memory"] != "none":
+        shm = SharedMemory(
+            options["shared_memory"], client, settings.request_headers, options["device_id"]
+        )
+    try:
+        streams = prepare(data, io, options["binary"], shm)
+        source = RequestSource(streams, sequences, data.from_streams)
+        target = Target(
+            settings,
+            client,
+            model,
+            version,
+            source,
+            shm,
+            options["output_shared_memory_size"],
+            tuple(io.outputs),
+        )
+        yield target, io
+    finally:
+        if shm is not None:
+            shm.close()
+
+
+def _check_first(target: Target) -> None:
+    """One request up front: a bad input or a missing model fails here, at once."""
+    prepared = target.source.streams[0][0]
+    sequence: dict[str, Any] = {}
+    if target.source.sequences is not None:
+        sequence = {
+            "sequence_id": target.source.sequences.id_start,
+            "sequence_start": True,
+            "sequence_end": True,
+        }
+    try:
+        target.client.infer(
+            target.model,
+            prepared.inputs,
+            target.version,
+            prepared.outputs,
+            headers=target.settings.request_headers,
+            **sequence,
+        )
+    except Exception as e:
+        raise CliError(describe(e)) from None
+
+
+def _choose_mode(plan: Plan, target: Target) -> str:
+    """``loop`` when every request is the same; otherwise ``sync``."""
+    if plan.mode != "loop":
+        return plan.mode
+    source = target.source
+    same = (
+        len(source.streams) == 1
+        and len(source.streams[0]) == 1
+        and source.sequences is None
+        and not source.streams[0][0].expected
+        and target.shm is None
+        and plan.distribution == "constant"
+        and not plan.intervals
+    )
+    if not same:
+        return "sync"
+    import tritonhttp
+
+    from ._loop import build_request
+
+    prepared = source.streams[0][0]
+    body, json_size = tritonhttp.InferenceServerClient.generate_request_body(
+        prepared.inputs, prepared.outputs
+    )
+    target.loop_request = build_request(
+        target.settings, target.model, target.version, body, json_size
+    )
+    return "loop"
+
+
+def run_bench(settings: Settings, model: str, options: dict[str, Any]) -> None:
+    """The whole non-streaming run."""
+    plan = _plan(options)
+    pool = int(max(plan.levels)) if plan.load == "concurrency" else plan.max_threads
+    with (
+        settings.client(concurrency=pool) as client,
+        _target(settings, client, model, options) as (target, io),
+    ):
+        _check_first(target)
+        mode = _choose_mode(plan, target)
+        batch = options["batch_size"] if io.batches else 1
+        measure = measure_options(options, batch)
+        stats = server_stats(client, model, target.version, settings.request_headers)
+        results = _sweep(settings, target, plan, mode, measure, stats, options)
+    from ._bench_outputs import write_outputs
+
+    write_outputs(settings, model, plan.load, results, options, {"mode": mode, "batch_size": batch})
+
+
+def _sweep(
+    settings: Settings,
+    target: Target,
+    plan: Plan,
+    mode: str,
+    measure: MeasureOptions,
+    stats: Callable[[], Snapshot],
+    options: dict[str, Any],
+) -> list[LevelResult]:
+    from ._bench_progress import progress_bar
+
+    results: list[LevelResult] = []
+    show = not settings.json_output and options["report_path"] != "-"
+    sampler = _sampler(settings, target.model, options)
+    with progress_bar(settings, options["progress_interval"]) as start:
+
+        def run(level: float) -> tuple[LevelResult, bool]:
+            result, over = _level(target, plan, mode, measure, stats, level, start, sampler)
+            if show and result.stable and not over:
+                from ._bench_report import level_text
+
+                click.echo(
+                    level_text(result, measure.percentile, options["verbose"]), file=settings.stdout
+                )
+            return result, over
+
+        if options["binary_search"]:
+            results = _binary_search(plan, run, measure)
+        else:
+            for level in plan.levels:
+                result, over = run(level)
+                if over or not result.stable:
+                    _stop_note(result, measure, over)
+                    break
+                results.append(result)
+    sys.stderr.flush()
+    if not results:
+        raise CliError("no level gave a stable measurement within the latency limit")
+    return results
+
+
+def _stop_note(result: LevelResult, measure: MeasureOptions, over: bool) -> None:
+    what = (
+        f"concurrency {int(result.level)}"
+        if result.load == "concurrency"
+        else f"request rate {result.level:g}"
+    )
+    if over:
+        click.echo(
+            f"Measured latency went over the set limit of "
+            f"{measure.latency_threshold_ms:g} msec at {what}: the sweep stops.",
+            err=True,
+        )
+    else:
+        hint = (
+            "--measurement-request-count"
+            if measure.mode == "count_windows"
+            else "--measurement-interval"
+        )
+        click.echo(
+            f"Failed to obtain stable measurement within {measure.max_trials} "
+            f"measurement windows for {what}. Please try to increase the {hint}.",
+            err=True,
+        )
+
+
+def _level(
+    target: Target,
+    plan: Plan,
+    mode: str,
+    measure: MeasureOptions,
+    stats: Callable[[], Snapshot],
+    level: float,
+    start: Any,
+    sampler: Any,
+) -> tuple[LevelResult, bool]:
+    import time
+
+    from ._bench_load import Load, Schedule
+    from ._bench_measure import measure_level
+
+    concurrent = plan.load == "concurrency"
+    name = f"concurrency {int(level)}" if concurrent else f"{level:g} req/s"
+    schedule = (
+        None
+        if concurrent
+        else Schedule(plan.distribution, level, time.perf_counter() + 0.01, plan.intervals)
+    )
+    load = Load(
+        target,
+        mode,
+        concurrency=int(level) if concurrent else None,
+        schedule=schedule,
+        max_threads=plan.max_threads,
+        rate=level,
+    )
+    if sampler is not None:
+        sampler.start()
+    result, over = measure_level(load, (plan.load, level), measure, stats, start(name))
+    if sampler is not None:
+        result.metrics = sampler.stop()
+    return result, over
+
+
+def _sampler(settings: Settings, model: str, options: dict[str, Any]) -> Any:
+    if not options["collect_metrics"]:
+        return None
+    from ._bench_metrics import MetricsSampler
+    from ._metrics import resolve_metrics_url
+
+    url = resolve_metrics_url(settings, options["metrics_url"])
+    return MetricsSampler(settings, url, options["metrics_interval"] / 1000, model)
+
+
+def _binary_search(
+    plan: Plan, run: Callable[[float], tuple[LevelResult, bool]], measure: MeasureOptions
+) -> list[LevelResult]:
+    """The highest level in [first, last] whose latency stays under -l (perf_analyzer's
+    --binary-search): every level measured is kept, in the order measured."""
+    low, high = plan.levels[0], plan.levels[-1]
+    step = (plan.levels[1] - plan.levels[0]) if len(plan.levels) > 1 else 1.0
+    integer = plan.load == "concurrency"
+    results: list[LevelResult] = []
+
+    def good(level: float) -> bool:
+        result, over = run(level)
+        results.append(result)
+        return result.stable and not over
+
+    if not good(low) or good(high):
+        return results
+    while high - low > step:
+        middle = (low + high) / 2
+        if integer:
+            middle = float(math.floor(middle))
+        if good(middle):
+            low = middle
+        else:
+            high = middle
+    return results

@@ -1,0 +1,34 @@
+"""Summary statistics of a metric, as genai-perf reports them."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+__all__ = ["STATS", "interpolated", "summary"]
+
+#: The statistics of every metric, in the order they are shown.
+STATS = ("avg", "min", "max", "p50", "p75", "p90", "p95", "p99", "std")
+
+
+def interpolated(ordered: list[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) of an ascending list, linearly interpolated
+    between the closest ranks (numpy's default); NaN when empty."""
+    if not ordered:
+        return math.nan
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    """avg, min, max, p50, p75, p90, p95, p99 and std (population) of ``values``."""
+    ordered = sorted(values)
+    if not ordered:
+        return dict.fromkeys(STATS, math.nan)
+    out = {"avg": statistics.fmean(ordered), "min": ordered[0], "max": ordered[-1]}
+    for q in (50, 75, 90, 95, 99):
+        out[f"p{q}"] = interpolated(ordered, q)
+    out["std"] = statistics.pstdev(ordered) if len(ordered) > 1 else 0.0
+    return out
