@@ -57,10 +57,12 @@ def test_streams_that_go_wrong_raise_clearly(
 
 
 def test_a_stalled_stream_times_out_and_the_connection_is_dropped() -> None:
+    stalled = 1.5
+
     def stall(conn: socket.socket, index: int, request: bytes) -> bool:
         if b"generate_stream" in request:
             conn.sendall(SSE_HEAD + event(b'{"n":1}'))
-            time.sleep(1.5)
+            time.sleep(stalled)
             return False
         conn.sendall(OK_JSON)
         return True
@@ -72,7 +74,8 @@ def test_a_stalled_stream_times_out_and_the_connection_is_dropped() -> None:
         start = time.monotonic()
         seen, raised = collect(client)
         assert seen == [{"n": 1}] and isinstance(raised, _errors.ReadTimeout)
-        assert time.monotonic() - start < 1.2
+        elapsed = time.monotonic() - start
+        assert 0.2 * 0.9 <= elapsed < stalled  # its timeout, not the end of the stall
         assert client._pool._idle == []
         assert client.get_server_metadata() == {"name": "ok"}
         assert server.connections == 2

@@ -45,10 +45,8 @@ def test_connection_refused_names_the_url_and_stays_catchable() -> None:
         assert client.is_server_live() is False  # tritonclient raises instead
         assert client.is_server_ready() is False
         assert client.is_model_ready("m") is False
-        start = time.monotonic()
         with pytest.raises(ConnectionRefusedError) as info:
             client.get_server_metadata()
-        assert time.monotonic() - start < 5
         assert isinstance(info.value, tritonhttp.InferenceServerException)
         assert isinstance(info.value, _errors.ConnectError)
         assert f"http://{url}" in str(info.value)
@@ -66,8 +64,10 @@ def test_unresolvable_host_is_a_connect_error() -> None:
 
 
 def test_silent_server_times_out_instead_of_hanging() -> None:
+    silence = 1.5
+
     def silent(conn: socket.socket, index: int, request: bytes) -> bool:
-        time.sleep(1.5)
+        time.sleep(silence)
         return False
 
     with serving(silent) as server:
@@ -76,7 +76,9 @@ def test_silent_server_times_out_instead_of_hanging() -> None:
                 start = time.monotonic()
                 with pytest.raises(TimeoutError) as info:
                     client.get_server_metadata()
-                assert time.monotonic() - start < 1.2
+                elapsed = time.monotonic() - start
+                # after its 0.3 s timeout, before the server's silence ended
+                assert 0.3 * 0.9 <= elapsed < silence, (module, elapsed)
         assert isinstance(info.value, TimeoutError)
         with tritonhttp.InferenceServerClient(server.url, network_timeout=0.3) as client:
             with pytest.raises(_errors.ReadTimeout, match=re.escape(server.url)):
