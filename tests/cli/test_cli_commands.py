@@ -36,6 +36,9 @@ def test_health(run_cli: RunCli) -> None:
     missing = run_cli("health", "ready", "-m", "nope", "--json")
     assert missing.code == 1
     assert missing.json() == {"check": "ready", "model": "nope", "healthy": False}
+    (line,) = missing.stderr.splitlines()
+    assert line.startswith("not healthy: model 'nope' is not in the repository of the server")
+    assert run_cli("health", "ready", "-m", "nope", "--quiet").stderr == ""
 
 
 # -- infer --------------------------------------------------------------------------------

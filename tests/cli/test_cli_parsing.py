@@ -213,16 +213,22 @@ def test_server_down_is_one_line_and_exit_1() -> None:
     assert verbose.code == 1 and "Traceback" in verbose.stderr
 
 
-def test_health_when_down_is_quiet_exit_1_and_waits() -> None:
+def test_health_when_down_says_why_exit_1_and_waits() -> None:
     url = f"127.0.0.1:{free_port()}"
     start = time.monotonic()
     done = run_script(["--url", url, "health", "ready"])
     quick = time.monotonic() - start  # the baseline: one probe, no waiting
-    assert (done.code, done.stdout, done.stderr) == (1, "", "")
+    assert (done.code, done.stdout) == (1, "")
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"not healthy: the server at {url} is not reachable: ")
+    assert "Connection refused" in line
+    quiet = run_script(["--url", url, "health", "ready", "-q"])
+    assert (quiet.code, quiet.stdout, quiet.stderr) == (1, "", "")
     start = time.monotonic()
     waited = run_script(["--url", url, "health", "live", "--wait", "0.6", "--json"])
     elapsed = time.monotonic() - start
     assert waited.code == 1 and waited.json() == {"check": "live", "model": None, "healthy": False}
+    assert waited.stderr.strip().endswith("(still after waiting 0.6 s)")
     assert elapsed >= 0.6  # it polled for the whole --wait
     assert elapsed < 2 * quick + 2 * 0.6, (elapsed, quick)  # ...and then stopped
 
