@@ -13,7 +13,9 @@ the number of examples (to hunt for divergences; found ones are pinned as named 
 Left out on purpose (real Triton itself misbehaves or answers nondeterministically):
 
 * (not left out, compared loosely) equal values in a classification output: Triton lists
-  them in ``std::sort``'s order, we by index; the values listed must be the same;
+  them in ``std::sort``'s order, we by index; the values listed must be the same, and so
+  must the indices listed with each value but a row's lowest (whose equal elements may
+  be cut at k: which of them make it is ``std::sort``'s choice);
 * a small non-zero ``timeout`` request parameter: whether the request times out in the
   dynamic batcher's queue depends on timing;
 * ``error_model`` with MODE 2 (the Python exception's text names the model file's path),
@@ -837,8 +839,9 @@ def _classified(req: Request) -> set[str]:
 
 def _values_only(reply: Any, classified: set[str]) -> tuple[Any, bytes]:
     """``reply``'s outputs decoded, the classification entries (``value:index[:label]``) of
-    ``classified`` ones cut to their values: the same whatever order equal values take.
-    (Binary outputs' sizes are left out: an index may have more digits.)"""
+    ``classified`` ones in :func:`_classification_canon`'s form: the same whatever order
+    equal values take, indices kept where Triton's order defines them. (Binary outputs'
+    sizes are left out: an index may have more digits.)"""
     n = int(reply.headers.get("inference-header-content-length", len(reply.body)))
     doc = json.loads(reply.body[:n])
     offset = n
@@ -849,11 +852,30 @@ def _values_only(reply: Any, classified: set[str]) -> tuple[Any, bytes]:
             offset += size
             out["data"] = _unpack_bytes(blob) if out["datatype"] == "BYTES" else blob.hex()
         if out["name"] in classified:
-            out["data"] = [
-                (x if isinstance(x, str) else x.decode("latin-1")).split(":")[0]
-                for x in out["data"]
-            ]
+            out["data"] = _classification_canon(out["data"], out.get("shape", []))
     return doc, reply.body[offset:]
+
+
+def _classification_canon(data: list[Any], shape: list[int]) -> list[Any]:
+    """Classification entries (``value:index[:label]``, ``shape[-1]`` of them per row) as
+    far as Triton's order defines them, row by row: the values in their order, and, for
+    every value but the row's lowest, the set of ``index[:label]`` listed with it (a
+    value above the lowest has all its equal elements listed, in ``std::sort``'s order
+    there, ours by index). The lowest value's entries are compared by value only: when
+    equal elements outnumber the places left in the top k, which of them are listed is
+    ``std::sort``'s choice."""
+    entries = [(x if isinstance(x, str) else x.decode("latin-1")).split(":", 1) for x in data]
+    k = shape[-1] if shape and shape[-1] > 0 else max(len(entries), 1)
+    canon = []
+    for start in range(0, len(entries), k):
+        row = entries[start : start + k]
+        values = [e[0] for e in row]
+        groups: dict[str, list[str]] = {}
+        for e in row:
+            groups.setdefault(e[0], []).append(e[1] if len(e) > 1 else "")
+        lowest = values[-1]
+        canon.append((values, sorted((v, sorted(i)) for v, i in groups.items() if v != lowest)))
+    return canon
 
 
 def _unpack_bytes(blob: bytes) -> list[bytes]:
@@ -889,3 +911,23 @@ def test_classification_ties(values: list[int], real_triton: Any, bundled_server
     entries = [e.split(":") for e in ours.json()["outputs"][0]["data"]]
     expected = sorted(range(len(values)), key=lambda i: (-values[i], i))[:k]
     assert [(int(v), int(i)) for v, i in entries] == [(values[i], i) for i in expected]
+
+
+def test_classification_canon_keeps_the_indices_triton_defines() -> None:
+    def canon(*entries: str, k: int = 4) -> list[Any]:
+        return _classification_canon(list(entries), [k])
+
+    # equal values above the lowest: same indices in another order are the same
+    assert canon("5:1", "5:0", "3:2", "1:3") == canon("5:0", "5:1", "3:2", "1:3")
+    # ...other indices are not
+    assert canon("5:1", "5:0", "3:2", "1:3") != canon("5:0", "5:2", "3:1", "1:3")
+    # a value of its own keeps its index (and label)
+    assert canon("9:0:a", "3:2:c", "1:3:d") != canon("9:1:b", "3:2:c", "1:3:d")
+    # the lowest value's equal elements may be cut at k: any of them will do
+    assert canon("9:0", "2:3", "2:1", k=3) == canon("9:0", "2:1", "2:2", k=3)
+    # each row on its own (bytes entries as a binary output gives them)
+    two_rows = [b"4:1", b"2:0", b"7:0", b"7:1"]
+    assert _classification_canon(two_rows, [2, 2]) == [
+        (["4", "2"], [("4", ["1"])]),
+        (["7", "7"], []),
+    ]
