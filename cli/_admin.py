@@ -11,7 +11,7 @@ from ._complete import complete_model
 from ._errors import InputError
 from ._render import emit_json, key_value_table, new_table, print_table
 from ._settings import Settings, json_flag
-from ._values import parse_assignments, parse_json_or_text
+from ._values import parse_assignments
 
 __all__ = ["log", "server", "shm", "trace"]
 
@@ -53,12 +53,17 @@ def server_metadata(settings: Settings) -> None:
 
 _LOG_BOOLS = {"log_info", "log_warning", "log_error"}
 _LOG_INTS = {"log_verbose_level"}
-_LOG_STRINGS = {"log_file", "log_format"}
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
+#: every key of the log settings, in the order the server lists them
+LOG_KEYS = ("log_file", "log_info", "log_warning", "log_error", "log_verbose_level", "log_format")
+
+
 def _log_value(key: str, text: str) -> Any:
+    if key not in LOG_KEYS:
+        raise InputError(f"unknown log setting {key!r} (valid keys: {', '.join(LOG_KEYS)})")
     if key in _LOG_BOOLS:
         lowered = text.strip().lower()
         if lowered in _TRUE:
@@ -71,9 +76,7 @@ def _log_value(key: str, text: str) -> Any:
             return int(text)
         except ValueError:
             raise InputError(f"log setting {key} takes an integer, not {text!r}") from None
-    if key in _LOG_STRINGS:
-        return text
-    return parse_json_or_text(text)
+    return text  # log_file, log_format
 
 
 @click.group()

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ._complete import complete_model
-from ._errors import InputError
+from ._errors import CliError, InputError, describe
 from ._render import console, emit_json, json_text, new_table, print_table
 from ._settings import Settings, json_flag
 from ._values import parse_assignments
@@ -79,6 +81,22 @@ def _read_files(files: tuple[str, ...]) -> dict[str, bytes] | None:
     return read
 
 
+@contextlib.contextmanager
+def _explicit_hint() -> Iterator[None]:
+    """Add how to fix it to the server's refusal of model control outside explicit mode."""
+    import tritonhttp
+
+    try:
+        yield
+    except tritonhttp.InferenceServerException as e:
+        if "not allowed if polling is enabled" not in (e.message() or ""):
+            raise
+        raise CliError(
+            f"{describe(e)}: the server is not in explicit model control mode; start it "
+            "with --model-control-mode=explicit"
+        ) from e
+
+
 @model.command()
 @click.argument("name", shell_complete=complete_model)
 @click.option(
@@ -101,7 +119,7 @@ def load(settings: Settings, name: str, config: str | None, files: tuple[str, ..
     contents = _read_files(files)
     if contents and config_text is None:
         raise InputError("--file needs --config (the server requires both)")
-    with settings.client() as client:
+    with settings.client() as client, _explicit_hint():
         client.load_model(
             name, headers=settings.request_headers, config=config_text, files=contents
         )
@@ -118,7 +136,7 @@ def load(settings: Settings, name: str, config: str | None, files: tuple[str, ..
 @click.pass_obj
 def unload(settings: Settings, name: str, unload_dependents: bool) -> None:
     """Unload model NAME (explicit model control mode)."""
-    with settings.client() as client:
+    with settings.client() as client, _explicit_hint():
         client.unload_model(
             name, headers=settings.request_headers, unload_dependents=unload_dependents
         )

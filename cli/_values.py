@@ -97,6 +97,8 @@ class ModelIO:
     inputs: dict[str, TensorSpec]
     outputs: dict[str, TensorSpec]
     max_batch_size: int
+    #: inputs the configuration marks ``optional``
+    optional: frozenset[str] = frozenset()
 
     @classmethod
     def from_server(cls, metadata: dict[str, Any], config: dict[str, Any]) -> ModelIO:
@@ -115,7 +117,15 @@ class ModelIO:
             inputs=specs(metadata.get("inputs", [])),
             outputs=specs(metadata.get("outputs", [])),
             max_batch_size=int(config.get("max_batch_size", 0) or 0),
+            optional=frozenset(
+                str(t.get("name")) for t in config.get("input", []) if t.get("optional")
+            ),
         )
+
+    def missing_inputs(self, given: Iterable[str]) -> list[str]:
+        """The required inputs (not ``optional`` in the configuration) not in ``given``."""
+        have = set(given)
+        return [n for n in self.inputs if n not in have and n not in self.optional]
 
     @property
     def batches(self) -> bool:

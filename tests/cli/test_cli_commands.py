@@ -224,6 +224,23 @@ def test_infer_errors_are_one_line(
     assert done.stderr.strip() == message
 
 
+def test_infer_missing_required_input_is_caught_before_sending(run_cli: RunCli) -> None:
+    def counts() -> tuple[int, int]:
+        (entry,) = run_cli("model", "stats", "add_sub", "--json").json()["model_stats"]
+        stats = entry["inference_stats"]
+        return stats["success"]["count"], stats["fail"]["count"]
+
+    before = counts()
+    done = run_cli("infer", "add_sub", "-i", "INPUT0=1,2,3,4")
+    assert (done.code, done.stdout) == (2, "")
+    assert done.stderr.strip() == (
+        "Error: model 'add_sub' needs input 'INPUT1' (give -i INPUT1=...)"
+    )
+    assert counts() == before  # nothing reached the server
+    # optional inputs may be left out
+    assert run_cli("infer", "identity_all", "-i", "IN_INT32=1,2").code == 0
+
+
 def test_infer_through_system_shared_memory(run_cli: RunCli, invoke: Invoke) -> None:
     before = set(os.listdir("/dev/shm"))
     answer = run_cli(*ADD_SUB, "--shm", "system", "--repeat", "2", "--json").json()

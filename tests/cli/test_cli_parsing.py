@@ -115,6 +115,11 @@ def test_version() -> None:
         (["infer", "m", "-i", "NOEQUALS"], "expected NAME=VALUE"),
         (["metrics", "--filter", "("], "invalid regular expression"),
         (["log", "set", "novalue"], "expected NAME=VALUE"),
+        (
+            ["log", "set", "log_level=1"],
+            "unknown log setting 'log_level' (valid keys: log_file, log_info, log_warning, "
+            "log_error, log_verbose_level, log_format)",
+        ),
         (["model", "stats", "--model-version", "1"], "needs a model NAME"),
         (["infer"], "Missing argument 'MODEL'"),
         (["nosuchcommand"], "No such command"),
