@@ -14,7 +14,7 @@ from __future__ import annotations
 import email.utils
 import threading
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from ._errors import ConnectError, ConnectTimeout, InferenceServerException
@@ -329,8 +329,9 @@ class ServerSet:
 
 
 def server_urls(url: Any) -> list[str]:
-    """The ``url`` argument as a list of server URLs (a str is one server)."""
-    if isinstance(url, str) or not isinstance(url, Sequence):
+    """The ``url`` argument as a list of server URLs: a list or tuple names several
+    servers; anything else is one (checked, as before, by the URL parser)."""
+    if not isinstance(url, (list, tuple)):
         return [url]
     urls = list(url)
     if not urls:
