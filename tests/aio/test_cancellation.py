@@ -19,8 +19,8 @@ from tritonhttp._errors import ReadTimeout
 _ids = itertools.count(1000)
 
 
-async def _wait_mark(served: Served, what: str, ident: int, timeout: float = 30.0) -> bool:
-    return await asyncio.to_thread(wait_mark, served.marks, what, ident, timeout)
+async def _wait_mark(where: Served, what: str, ident: int, timeout: float = 30.0) -> bool:
+    return await asyncio.to_thread(wait_mark, where.marks, what, ident, timeout)
 
 
 def test_cancelling_the_task_cancels_the_request(served: Served) -> None:  # noqa: F811
