@@ -273,6 +273,27 @@ def test_cancelled_requests_leave_the_queue(config: str) -> None:
     assert (cancelled, executions) == (1, 2)
 
 
+def test_a_batch_emptied_by_cancellation_still_takes_later_requests() -> None:
+    """A payload formed ahead of a busy instance whose requests all leave (their clients
+    went away) stays the batch being formed: requests that join it later still run."""
+
+    async def main() -> tuple[list[list[str]], str | None]:
+        mv, (inst,) = make_model("max_batch_size: 4 dynamic_batching { }")
+        d = Driver(mv)
+        hold = await _hold_first(inst, d)
+        b = request("b")
+        await d.send(b)  # formed into a payload ahead of the busy instance
+        mv.cancel(b)
+        await d.send(request("c"))
+        hold.set()
+        results = await d.results()
+        return inst.batches, results["c"].error and results["c"].error.message
+
+    batches, error = run(main)
+    assert batches == [["a"], ["c"]]
+    assert error is None
+
+
 def test_a_running_request_is_flagged_cancelled() -> None:
     async def main() -> list[list[bool]]:
         mv, (inst,) = make_model("max_batch_size: 0")

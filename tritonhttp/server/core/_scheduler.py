@@ -452,7 +452,9 @@ class DynamicBatcher(Scheduler):
                 payload.items.remove(item)
                 payload.size -= item.batch
                 if not payload.items:
+                    # (still the payload being formed: it queues again when one joins)
                     self._payloads.remove(payload)
+                    payload.queued = False
                 return True
         return False
 
