@@ -455,8 +455,8 @@ class Tracer:
         self.resolve = resolve
         self.file = TraceFile(settings.file)
         self.exporter: Any = None
-        if settings.mode == "opentelemetry" and exporter_factory is not None:
-            self.exporter = exporter_factory()
+        if settings.mode == "opentelemetry":
+            self.exporter = (exporter_factory or _otel_exporter(settings))()
         self.global_setting = self._build(None)
         self.models: dict[str, TraceSetting] = {}
         self._retired: list[TraceSetting] = []
@@ -521,6 +521,21 @@ class Tracer:
         self.file.close()
         if self.exporter is not None:
             self.exporter.shutdown()
+
+
+def _otel_exporter(settings: TraceSettings) -> Callable[[], Any]:
+    """What makes the OpenTelemetry exporter (:mod:`._otel`); without the SDK, a maker
+    of none (tracing stays off, said once in the log)."""
+    try:
+        from ._otel import OtelExporter
+    except ImportError as e:
+        log.error(
+            "OpenTelemetry trace mode needs the OpenTelemetry SDK (pip install "
+            "tritonhttp[otel]): %s; requests are not traced",
+            e,
+        )
+        return lambda: None
+    return lambda: OtelExporter(settings)
 
 
 # ----------------------------------------------------------------------------- the backend
