@@ -76,6 +76,9 @@ class Recorder:
             if not self.answers:
                 if seen.path.endswith("/infer"):
                     return infer_answer()
+                if seen.path.endswith("/generate_stream"):
+                    event = b'data: {"model_name":"m","model_version":"1","OUT":7}\n\n'
+                    return 200, {"Content-Type": "text/event-stream"}, event
                 return json_answer({"name": "recorder", "version": "0", "extensions": []})
             if len(self.answers) > 1:
                 return self.answers.pop(0)
