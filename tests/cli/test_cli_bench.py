@@ -4,10 +4,13 @@ progress lines, failures."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
 import time
+from pathlib import Path
 
 import pytest
 from cli_helpers import SCRIPT, Run, run_script
@@ -154,3 +157,231 @@ def test_usage_errors_before_any_request() -> None:
         done = run(*args)
         assert done.code == 2 and words in done.stderr, (args, done.stderr)
     assert SCRIPT.exists()
+
+
+def test_stable_windows_and_percentile(invoke: Invoke) -> None:
+    """Without -n/-d a level runs windows until three agree within -s percent; the
+    result merges those three."""
+    result = invoke(
+        "bench",
+        "add_sub",
+        "-p",
+        "150",
+        "-s",
+        "100",
+        "--percentile",
+        "90",
+        "--warmup",
+        "0",
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    (level,) = levels_of(result.output)
+    assert level["stable"] is True and level["windows"] == 3
+    assert level["window_s"] >= 3 * 0.15
+    counted = invoke(
+        "bench",
+        "add_sub",
+        "--measurement-mode",
+        "count_windows",
+        "--measurement-request-count",
+        "25",
+        "-s",
+        "100",
+        "--warmup-request-count",
+        "5",
+        "--json",
+    )
+    (level,) = levels_of(counted.output)
+    assert level["windows"] == 3 and level["requests"] >= 75
+
+
+def test_unstable_level_stops_the_sweep(run_cli: RunCli) -> None:
+    # -s 0 asks three windows to agree exactly: no level gets stable.
+    done = run_cli(
+        "bench", "add_sub", "-c", "1,2", "-p", "60", "-s", "0", "--max-trials", "3", "--warmup", "0"
+    )
+    assert done.code == 1
+    assert (
+        "Failed to obtain stable measurement within 3 measurement windows for concurrency 1"
+    ) in done.stderr
+    assert "Request concurrency: 2" not in done.stdout
+
+
+def test_latency_threshold_and_binary_search(run_cli: RunCli, invoke: Invoke) -> None:
+    # slow_model takes DELAY_MS per request on 2 instances: at concurrency 4 requests
+    # queue, so the latency is at least twice the delay.
+    over = run_cli(
+        "bench",
+        "slow_model",
+        "-i",
+        "DELAY_MS=40",
+        "-c",
+        "1,4,8",
+        "-n",
+        "8",
+        "--warmup",
+        "0",
+        "-l",
+        "60",
+    )
+    assert over.code == 0, over.stderr
+    assert "went over the set limit of 60 msec at concurrency 4" in over.stderr
+    assert "Request concurrency: 1" in over.stdout and "concurrency: 8" not in over.stdout
+    search = invoke(
+        "bench",
+        "slow_model",
+        "-i",
+        "DELAY_MS=40",
+        "-c",
+        "1:8",
+        "-n",
+        "8",
+        "--warmup",
+        "0",
+        "-l",
+        "60",
+        "--binary-search",
+        "--json",
+    )
+    assert search.exit_code == 0, search.output
+    measured = [level["level"] for level in levels_of(search.output)]
+    # 1 and 8 first, then halves: 4, 2, 3 -- 2 instances keep c=2 under the limit.
+    assert measured[:3] == [1, 8, 4] and 2 in measured and len(measured) <= 6
+
+
+def test_poisson_and_request_intervals(invoke: Invoke, tmp_path: Path) -> None:
+    poisson = invoke(
+        "bench",
+        "add_sub",
+        "-r",
+        "200",
+        "--request-distribution",
+        "poisson",
+        "-d",
+        "1",
+        "--warmup",
+        "0.2",
+        "--json",
+    )
+    (level,) = levels_of(poisson.output)
+    assert poisson.exit_code == 0 and 120 <= level["requests"] <= 280
+    intervals = tmp_path / "intervals.txt"
+    intervals.write_text("2000\n8000\n")  # 2 requests every 10 ms: 200/s on average
+    custom = invoke(
+        "bench",
+        "add_sub",
+        "--request-intervals",
+        str(intervals),
+        "-d",
+        "1",
+        "--warmup",
+        "0.2",
+        "--json",
+    )
+    (level,) = levels_of(custom.output)
+    assert custom.exit_code == 0 and level["level"] == pytest.approx(200)
+    assert 150 <= level["requests"] <= 230
+    intervals.write_text("soon\n")
+    bad = invoke("bench", "add_sub", "--request-intervals", str(intervals))
+    assert bad.exit_code == 2 and "microseconds" in bad.output
+
+
+def test_csv_export_and_plot(run_cli: RunCli, tmp_path: Path) -> None:
+    report, export, plot = tmp_path / "perf.csv", tmp_path / "p.json", tmp_path / "p.png"
+    done = run_cli(
+        "bench",
+        "add_sub",
+        "-c",
+        "1,2",
+        "-n",
+        "30",
+        "--warmup",
+        "0",
+        "--mode",
+        "sync",
+        "-f",
+        str(report),
+        "--verbose-csv",
+        "--profile-export-file",
+        str(export),
+        "--plot",
+        str(plot),
+    )
+    assert done.code == 0, done.stderr
+    rows = list(csv.reader(io.StringIO(report.read_text())))
+    assert rows[0][:2] == ["Concurrency", "Inferences/Second"]
+    assert rows[0][-3:] == ["Avg latency", "request/response", "response wait"]
+    assert sorted(r[0] for r in rows[1:]) == ["1", "2"]
+    for row in rows[1:]:
+        values = dict(zip(rows[0], row, strict=True))
+        assert int(values["Client Send"]) > 0 and int(values["Server Compute Infer"]) > 0
+        assert int(values["p99 latency"]) >= int(values["p50 latency"]) > 0
+    document = json.loads(export.read_text())
+    assert document["settings"]["model"] == "add_sub"
+    assert [e["concurrency"] for e in document["experiments"]] == [1, 2]
+    latency = document["experiments"][0]["metrics"]["request_latency"]
+    assert latency["unit"] == "ms" and latency["p99"] >= latency["p50"] > 0
+    assert export.with_suffix(".csv").read_text().startswith("concurrency,metric,unit,avg")
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    to_stdout = run_cli("bench", "add_sub", "-n", "10", "--warmup", "0", "-f", "-")
+    assert to_stdout.stdout.splitlines()[0].startswith("Concurrency,Inferences/Second,")
+    assert len(to_stdout.stdout.splitlines()) == 2
+
+
+def test_collect_metrics(invoke: Invoke, triton: Server) -> None:
+    result = invoke(
+        "bench",
+        "add_sub",
+        "-n",
+        "40",
+        "--warmup",
+        "0",
+        "--collect-metrics",
+        "--metrics-url",
+        triton.metrics_url,
+        "--metrics-interval",
+        "50",
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    (level,) = levels_of(result.output)
+    metrics = level["metrics"]
+    assert metrics["samples"] >= 2 and metrics["errors"] == []
+    success = [
+        v for k, v in metrics["counters"].items() if k.startswith("nv_inference_request_success")
+    ]
+    assert success and sum(success) >= 40
+
+
+def test_system_shared_memory(invoke: Invoke) -> None:
+    result = invoke(
+        "bench",
+        "simple",
+        "-b",
+        "2",
+        "-n",
+        "20",
+        "--warmup",
+        "0",
+        "--shared-memory",
+        "system",
+        "--output-shared-memory-size",
+        "128",
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    (level,) = levels_of(result.output)
+    assert (level["requests"], level["errors"]) == (20, 0)
+    report = json.loads(result.output)
+    assert report["mode"] == "sync"  # requests naming regions go through the sync driver
+
+
+def test_cuda_shared_memory_without_a_gpu(run_cli: RunCli) -> None:
+    import shutil
+
+    if shutil.which("nvidia-smi"):
+        pytest.skip("a GPU is present: --shared-memory cuda can work here")
+    done = run_cli("bench", "add_sub", "-n", "5", "--shared-memory", "cuda")
+    assert done.code == 2 and done.stderr.startswith("Error: --shared-memory cuda")
+    assert "CUDA" in done.stderr and done.stderr.count("\n") == 1
