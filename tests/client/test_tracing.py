@@ -147,10 +147,16 @@ def test_api_without_provider_propagates_the_current_span_only() -> None:
 
 @pytest.fixture(scope="module")
 def exporter() -> Iterator[InMemorySpanExporter]:
-    """The SDK's in-memory exporter on the global tracer provider (set here if unset)."""
+    """The SDK's in-memory exporter on the global tracer provider.
+
+    When no provider was set, one is set for these tests and the global is put back
+    afterwards (through the API's private globals, as OpenTelemetry's own test helpers
+    do), so that later tests in this process see no provider.
+    """
     memory = InMemorySpanExporter()
     provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
+    ours = not isinstance(provider, TracerProvider)
+    if ours:
         provider = TracerProvider()
         trace.set_tracer_provider(provider)
         provider = trace.get_tracer_provider()
@@ -158,6 +164,11 @@ def exporter() -> Iterator[InMemorySpanExporter]:
     provider.add_span_processor(SimpleSpanProcessor(memory))
     yield memory
     memory.shutdown()
+    if ours:
+        from opentelemetry.util._once import Once
+
+        trace._TRACER_PROVIDER = None
+        trace._TRACER_PROVIDER_SET_ONCE = Once()
 
 
 def _client_spans(memory: InMemorySpanExporter) -> list[Any]:
