@@ -46,17 +46,16 @@ class InferAsyncRequest:
         verbose: print the result header when it is read.
     """
 
+    _cancel: Cancel | None = None
+    _on_dropped: Callable[[], None] | None = None
+
     def __init__(
         self,
         greenlet: concurrent.futures.Future[InferResult | BaseException],
         verbose: bool = False,
-        cancel: Cancel | None = None,
-        on_dropped: Callable[[], None] | None = None,
     ) -> None:
         self._future = greenlet
         self._verbose = verbose
-        self._cancel = cancel
-        self._on_dropped = on_dropped
 
     def cancel(self) -> bool:
         """Stop the request: False when it had already finished, else True.
@@ -711,9 +710,11 @@ class InferenceServerClient(ClientCommon):
             raise ClientClosedError("the client has been closed") from None
         if self._verbose:
             print_sent(request_id)
-        return InferAsyncRequest(
-            future, self._verbose, cancel, pending.release if pending is not None else None
-        )
+        request = InferAsyncRequest(future, self._verbose)
+        request._cancel = cancel
+        if pending is not None:  # a request dropped before it ran gives its place back
+            request._on_dropped = pending.release
+        return request
 
     def _run_async(
         self,

@@ -119,11 +119,14 @@ def test_cancel_stops_the_running_request_and_drops_the_queued_one(served: Serve
 
 def test_a_request_not_yet_sent_is_never_sent(served: Served) -> None:
     busy, waiting = next(_ids), next(_ids)
-    with tritonhttp.InferenceServerClient(served.url, concurrency=1) as client:
+    with tritonhttp.InferenceServerClient(served.url, concurrency=1, max_greenlets=2) as client:
         first = client.async_infer("cancellable", _inputs(busy, 1))
         second = client.async_infer("cancellable", _inputs(waiting, 1))  # waits for a thread
         assert second.cancel() is True
+        # the dropped request gave its max_greenlets place back: this does not block
+        third = client.async_infer("cancellable", _inputs(next(_ids), 0))
         assert first.get_result().as_numpy("OUT").tolist() == [busy]
+        assert third.get_result().as_numpy("OUT") is not None
         with pytest.raises(RequestCancelled):
             second.get_result()
         assert first.cancel() is False  # already over
