@@ -24,8 +24,9 @@ pytestmark = pytest.mark.real_triton
 ARGS = ("--model-control-mode=explicit",)
 
 IN4 = ("IN", "FP32", [1, 4], [1, 2, 3, 4])
+A2 = ("A", "INT32", [2], [1, 2])
 
-GOOD = ["ens", "ens_stream", "ens_nobatch", "ens_pinned", "bls_ens"]
+GOOD = ["ens", "ens_stream", "ens_nobatch", "ens_pinned", "bls_ens", "ens_optional"]
 #: ensembles whose graph (poll) or steps (load) Triton refuses, each with its own text
 BAD = [
     "ens_missing", "ens_ghost", "ens_cycle", "ens_dtype", "ens_shape", "ens_noout",
@@ -82,11 +83,17 @@ INFERENCE: list[Step] = [
     ("POST", "/v2/models/ens_stream/generate_stream", json.dumps({"COUNT": [3]})),
     ("POST", "/v2/models/ens_stream/generate_stream", json.dumps({"COUNT": [0]})),
     ("POST", "/v2/models/ens/generate", json.dumps({"IN": [[1, 2, 3, 4]]})),
-    # BLS: the model asks the ensemble for one of its two outputs
+    # BLS: the model asks the ensemble for both outputs, then for one of them
     ("POST", "/v2/models/bls_ens/infer", infer_body(IN4)),
+    ("POST", "/v2/models/bls_ens/infer", infer_body(IN4, parameters={"subset": True})),
+    # an optional ensemble input left out: the step runs without it
+    ("POST", "/v2/models/ens_optional/infer", infer_body(A2, ("B", "INT32", [2], [10, 20]))),
+    ("POST", "/v2/models/ens_optional/infer", infer_body(A2)),
+    ("POST", "/v2/models/ens_optional/infer", infer_body(("B", "INT32", [2], [1, 2]))),
+    ("POST", "/v2/models/ens_optional/infer", infer_body()),
     *[
         ("GET", f"/v2/models/{m}/stats", "")
-        for m in ["ens", "pre", "post", "ens_stream", "repeat", "scale", "ens_pinned"]
+        for m in [*GOOD, "pre", "post", "repeat", "scale", "opt_step"]
     ],
 ]
 

@@ -328,6 +328,8 @@ class _Run:
     req: InferRequest
     live: set[int]
     wanted: list[str]
+    #: optional ensemble inputs the request left out (steps run without them)
+    absent: set[str]
     error: CoreError | None = None
     #: responses sent (decoupled ensembles) or the one response made
     responses: list[InferResponse] = field(default_factory=list)
@@ -343,6 +345,7 @@ class EnsembleVersion(ModelVersion):
         self._lookup = lookup
         self.steps: list[Step] = []
         self._outputs: list[str] = []
+        self._optional: set[str] = set()
 
     @property
     def step_names(self) -> set[str]:
@@ -355,6 +358,7 @@ class EnsembleVersion(ModelVersion):
         self.decoupled = decoupled
         self.steps = steps_of(config)
         self._outputs = [o.name for o in config.output]
+        self._optional = {i.name for i in config.input if i.optional}
 
     def admit(self, req: InferRequest) -> None:
         """The ensemble's admission rules; a refused request counts as a failure of the
@@ -382,7 +386,8 @@ class EnsembleVersion(ModelVersion):
     async def _infer(self, req: InferRequest) -> InferResponse:
         t0 = time.monotonic_ns()
         wanted = req.requested_outputs or list(self._outputs)
-        run = _Run(req, _pruned(self.steps, self._outputs, req.requested_outputs), wanted)
+        live = _pruned(self.steps, self._outputs, req.requested_outputs)
+        run = _Run(req, live, wanted, self._optional - req.inputs.keys())
         tensors = {
             name: InputTensor(name, t.datatype, list(t.shape), t.array, t.raw)
             for name, t in req.inputs.items()
@@ -422,7 +427,7 @@ class EnsembleVersion(ModelVersion):
             ready = [
                 i
                 for i in sorted(run.live - done)
-                if all(t in tensors for t in self.steps[i].inputs.values())
+                if all(t in tensors or t in run.absent for t in self.steps[i].inputs.values())
             ]
             if not ready:
                 break
@@ -467,7 +472,9 @@ class EnsembleVersion(ModelVersion):
     def _inputs(self, i: int, tensors: dict[str, InputTensor]) -> dict[str, InputTensor]:
         out = {}
         for key, tensor in self.steps[i].inputs.items():
-            t = tensors[tensor]
+            t = tensors.get(tensor)
+            if t is None:
+                continue  # (an optional ensemble input the request left out)
             out[key] = InputTensor(key, t.datatype, list(t.shape), t.array, t.raw)
         return out
 

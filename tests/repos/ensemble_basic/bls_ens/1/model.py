@@ -4,7 +4,8 @@ import triton_python_backend_utils as pb_utils
 
 
 class TritonPythonModel:
-    """Calls the ensemble 'ens' (or the model named by the request parameter 'target')."""
+    """Calls the ensemble 'ens' for both its outputs (for OUT alone when the request has
+    the parameter 'subset')."""
 
     def execute(self, requests):
         out = []
@@ -13,7 +14,7 @@ class TritonPythonModel:
             call = pb_utils.InferenceRequest(
                 model_name="ens",
                 inputs=[pb_utils.Tensor("IN", x)],
-                requested_output_names=["OUT"],
+                requested_output_names=["OUT"] if "subset" in r.parameters() else ["OUT", "MID"],
             )
             resp = call.exec()
             if resp.has_error():
