@@ -51,6 +51,8 @@ __all__ = [
     "Tracer",
     "format_tensor",
     "live_trace",
+    "trace_child",
+    "trace_end",
     "trace_execution",
     "trace_queued",
 ]
@@ -127,6 +129,7 @@ class Trace:
         "model_version",
         "open_children",
         "parent",
+        "queued",
         "request_id",
         "root",
         "sink",
@@ -158,6 +161,7 @@ class Trace:
         self.children: list[Trace] = []
         self.open_children = 0
         self.ended = False
+        self.queued = False
         self.start_ns = time.monotonic_ns()
         #: OpenTelemetry ids (W3C): set by the exporter's sink when it samples
         self.trace_id = 0
@@ -567,13 +571,34 @@ def trace_execution(
 
 
 def trace_queued(req: InferRequest) -> None:
-    """Stamp ``QUEUE_START`` on a traced request entering its scheduler, with its inputs."""
+    """Stamp ``REQUEST_START`` (its admission) and ``QUEUE_START`` (now) on a traced
+    request handed to its model, with its inputs; once (the front calls it for a
+    client's request, a scheduler for any request)."""
     trace = req.trace
-    if trace is None:
+    if trace is None or trace.queued:
         return
+    trace.queued = True
     trace.stamp("REQUEST_START", req.start_ns or None)
     trace.stamp("QUEUE_START")
     if trace.level & TENSORS:
         for t in req.inputs.values():
             data = t.array if t.array is not None else t.raw
             trace.tensor("TENSOR_QUEUE_INPUT", t.name, t.datatype, t.shape, data)
+
+
+def trace_child(parent: InferRequest, child: InferRequest, model_name: str, version: int) -> None:
+    """Trace ``child``, a request made from ``parent`` to ``model_name`` (an ensemble step,
+    a BLS call), as a child of ``parent``'s trace when ``parent`` is traced; end it with
+    :func:`trace_end`."""
+    trace = parent.trace
+    if trace is not None:
+        child.trace = trace.spawn(model_name, version)
+        child.trace.request_id = child.id
+
+
+def trace_end(req: InferRequest) -> None:
+    """The request made with :func:`trace_child` is answered: stamp ``REQUEST_END``."""
+    trace = req.trace
+    if trace is not None:
+        trace.stamp("REQUEST_END")
+        trace.end()

@@ -18,7 +18,7 @@ from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import BackendError, Code, CoreError
 from ..core._model import ModelVersion
 from ..core._repository import parse_version
-from ..core._trace import Trace
+from ..core._trace import Trace, trace_queued
 from ..core._types import InferRequest, InferResponse
 from ..http._extensions import DIRECT, ON_DISCONNECT, RESPOND, Answer, DirectLink
 from ..support import _json
@@ -632,6 +632,7 @@ class HttpFrontend:
                 except BackendError as e:
                     await send_error(send, e, TEXT)
                     return
+                trace_queued(request)
                 if ON_DISCONNECT in scope:
                     response = await _infer_cancelled_on_leaving(scope, model, request)
                 else:

@@ -20,7 +20,7 @@ from triton_python_backend_utils._request import InferenceRequest
 
 from ...core._backend_api import Emit, ServerBridge
 from ...core._errors import CoreError
-from ...core._trace import live_trace
+from ...core._trace import live_trace, trace_end
 from ...core._types import InferRequest, InferResponse
 from ._convert import core_request, pb_response
 from ._execution import current_host
@@ -76,11 +76,11 @@ class ModelServices:
             parent = live_trace(trace_id)
             if parent is not None:
                 request.trace = parent.spawn(name, version)
+                request.trace.request_id = request.id
                 try:
                     await self._infer(request, name, version, decoupled, emit)
                 finally:
-                    request.trace.stamp("REQUEST_END")
-                    request.trace.end()
+                    trace_end(request)
                 return
         await self._infer(request, name, version, decoupled, emit)
 
