@@ -15,10 +15,11 @@ its outputs are set.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ._config import PollError
 from ._errors import Code, CoreError
@@ -134,6 +135,7 @@ def _needed_tensors(
 
 
 Lookup = Callable[[str, int], ModelVersion | None]
+_Responses = AsyncGenerator[tuple[InferResponse | None, bool], None]
 
 
 def check_steps(cfg: ModelConfig, lookup: Lookup) -> None:
@@ -333,6 +335,8 @@ class _Run:
     error: CoreError | None = None
     #: responses sent (decoupled ensembles) or the one response made
     responses: list[InferResponse] = field(default_factory=list)
+    #: the step requests in flight, with their models (cancelled with the request)
+    active: list[tuple[ModelVersion, InferRequest]] = field(default_factory=list)
 
 
 class EnsembleVersion(ModelVersion):
@@ -346,6 +350,8 @@ class EnsembleVersion(ModelVersion):
         self.steps: list[Step] = []
         self._outputs: list[str] = []
         self._optional: set[str] = set()
+        #: the requests running, by ``id()``
+        self._runs: dict[int, _Run] = {}
 
     @property
     def step_names(self) -> set[str]:
@@ -393,7 +399,11 @@ class EnsembleVersion(ModelVersion):
             for name, t in req.inputs.items()
         }
         t_in = time.monotonic_ns()
-        await self._branch(run, tensors, frozenset())
+        self._runs[id(req)] = run
+        try:
+            await self._branch(run, tensors, frozenset())
+        finally:
+            del self._runs[id(req)]
         t1 = time.monotonic_ns()
         stream = req.response_stream
         if run.error is None and not run.responses and stream is None:
@@ -424,6 +434,9 @@ class EnsembleVersion(ModelVersion):
         then answer with this branch's tensors. A decoupled step runs alone in its round
         and continues the branch once per response."""
         while run.error is None:
+            if run.req.cancelled:
+                run.error = CoreError("Request was cancelled", Code.CANCELLED)
+                return
             ready = [
                 i
                 for i in sorted(run.live - done)
@@ -496,7 +509,12 @@ class EnsembleVersion(ModelVersion):
             mv.admit(sreq)
         except CoreError as e:
             raise _StepFailed(e) from None
-        response = await mv.infer(sreq)
+        pair = (mv, sreq)
+        run.active.append(pair)
+        try:
+            response = await mv.infer(sreq)
+        finally:
+            run.active.remove(pair)
         if response.error is not None:
             raise _StepFailed(response.error)
         return self._outputs_of(i, response)
@@ -519,17 +537,34 @@ class EnsembleVersion(ModelVersion):
         except CoreError as e:
             run.error = CoreError(f"in ensemble '{self.name}', {e.message}", e.code)
             return
-        async for response, _final in decoupled_responses(mv, sreq):
-            if response is None:
-                continue
-            if response.error is not None:
-                run.error = CoreError(
-                    f"in ensemble '{self.name}', {response.error.message}", response.error.code
-                )
-                return
-            await self._branch(run, {**tensors, **self._outputs_of(i, response)}, done)
-            if run.error is not None:
-                return
+        pair = (mv, sreq)
+        run.active.append(pair)
+        try:
+            stream = cast(_Responses, decoupled_responses(mv, sreq))  # (an async generator)
+            async with contextlib.aclosing(stream) as responses:
+                async for response, _final in responses:
+                    if response is None:
+                        continue
+                    if response.error is not None:
+                        message = response.error.message
+                        run.error = CoreError(
+                            f"in ensemble '{self.name}', {message}", response.error.code
+                        )
+                        return
+                    await self._branch(run, {**tensors, **self._outputs_of(i, response)}, done)
+                    if run.error is not None:
+                        return
+        finally:
+            run.active.remove(pair)
+
+    def cancel(self, req: InferRequest) -> None:
+        """The client went away: the request and the step requests it has in flight are
+        cancelled, and no further step starts."""
+        req.cancelled = True
+        run = self._runs.get(id(req))
+        if run is not None:
+            for mv, sreq in list(run.active):
+                mv.cancel(sreq)
 
     def _answer(self, run: _Run, tensors: dict[str, InputTensor]) -> None:
         """The branch ended: answer if every output asked for is set."""
