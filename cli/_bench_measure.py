@@ -1,4 +1,4 @@
-"""``bench`` measurement: perf_analyzer's windows, stability rule and sweeps.
+"""``bench`` measurement: perf_analyzer's windows and stability rule.
 
 A level is warmed up, then measured in windows: ``time_windows`` of ``-p`` ms, or
 ``count_windows`` of ``--measurement-request-count`` requests. A window counts the
@@ -6,9 +6,10 @@ requests that finished inside it. The level is stable when the last three window
 within ``-s`` percent: the largest throughput over the smallest, and the largest
 stabilising latency (the average, or ``--percentile``) over the smallest, are each at
 most ``1 + s/100``; its result merges those three windows. ``--max-trials`` windows
-without that is an unstable level and ends the sweep, as does a stabilising latency at or
-over ``-l`` ms. With ``-n`` (or ``-d``) one window of that many requests (seconds) is
-the result. The server's statistics are read at each window's edges, so the server-side
+without that is an unstable level and ends the sweep, as does a stabilising latency (of
+the merged result, or of any of the last three windows while trying) at or over ``-l``
+ms. With ``-n`` (or ``-d``) one window of that many requests (seconds) is the result.
+The server's statistics are read at each window's edges, so the server-side
 breakdown covers exactly the measured windows.
 """
 
@@ -249,10 +250,12 @@ def _windows(
         figures.append(_window_figures(window, options))
         if not load.alive():
             break
-        if limit is not None and any(f[1] >= limit for f in figures[-3:]):
-            return windows[-3:], fixed or stable(figures, options.stability), True
-        if not fixed and stable(figures, options.stability):
+        if fixed:
+            break
+        if stable(figures, options.stability):
             return windows[-3:], True, False
+        if limit is not None and len(figures) >= 3 and any(f[1] >= limit for f in figures[-3:]):
+            return windows[-3:], False, True  # perf_analyzer stops trying here too
     return windows[-3:] if not fixed else windows, fixed, False
 
 
@@ -305,4 +308,7 @@ def measure_level(
         delayed=sum(1 for r in records if len(r) > 6 and r[6]),
         sequences=sum(1 for r in records if len(r) > 7 and r[7]),
     )
+    limit = options.latency_threshold_ms
+    if limit is not None and result.stabilizing_ms(options.percentile) >= limit:
+        over = True
     return result, over

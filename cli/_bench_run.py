@@ -213,9 +213,11 @@ def _check_first(target: Target) -> None:
 
 def _choose_mode(plan: Plan, target: Target) -> str:
     """``loop`` when every request is the same; otherwise ``sync``."""
+    source = target.source
+    if plan.mode == "async" and source.sequences is not None:
+        return "sync"  # one request in flight per sequence: a worker per sequence
     if plan.mode != "loop":
         return plan.mode
-    source = target.source
     same = (
         len(source.streams) == 1
         and len(source.streams[0]) == 1

@@ -226,13 +226,18 @@ def _drive(
 
 
 def _level(stream: _Stream, load: str, level: float, options: dict[str, Any]) -> Any:
+    """Run one level: (the measured records, the measured span in seconds). The first
+    ``--warmup-request-count`` requests, and with ``-d`` those sent in the first
+    ``--warmup`` seconds, are not measured."""
     from ._bench_load import Schedule
 
     count: int | None = options["request_count"]
     if count is None and not options["duration"]:
         count = len(stream.prompts)
-    deadline: float = time.perf_counter() + (options["duration"] or 0) + options["warmup"]
     warm: int = options["warmup_request_count"]
+    begin = time.perf_counter()
+    measured_from = begin + (options["warmup"] if options["duration"] else 0.0)
+    deadline = measured_from + (options["duration"] or 0.0)
 
     def done(records: list[StreamRecord]) -> bool:
         if count is not None:
@@ -240,17 +245,16 @@ def _level(stream: _Stream, load: str, level: float, options: dict[str, Any]) ->
         return time.perf_counter() >= deadline
 
     concurrency = int(level) if load == "concurrency" else None
-    schedule = (
-        None
-        if concurrency
-        else Schedule(options["request_distribution"], level, time.perf_counter())
-    )
+    schedule = None
+    if concurrency is None:
+        schedule = Schedule(options["request_distribution"], level, begin)
     records, _ = _drive(stream, concurrency, schedule, options["max_threads"], done)
-    measured = records[warm:] if count is not None else records
+    measured = [r for r in records[warm:] if r.start >= measured_from]
+    if count is not None:
+        measured = measured[:count]
     if not measured:
         return measured, 0.0
-    span = max(r.end for r in measured) - min(r.start for r in measured)
-    return measured, span
+    return measured, max(r.end for r in measured) - min(r.start for r in measured)
 
 
 def _setup(settings: Settings, client: Any, model: str, options: dict[str, Any]) -> _Stream:
