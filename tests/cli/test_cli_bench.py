@@ -382,6 +382,157 @@ def test_cuda_shared_memory_without_a_gpu(run_cli: RunCli) -> None:
 
     if shutil.which("nvidia-smi"):
         pytest.skip("a GPU is present: --shared-memory cuda can work here")
-    done = run_cli("bench", "add_sub", "-n", "5", "--shared-memory", "cuda")
+    done = run_cli("bench", "add_sub", "-n", "5", "--shared-memory", "cuda", "--device-id", "0")
     assert done.code == 2 and done.stderr.startswith("Error: --shared-memory cuda")
     assert "CUDA" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_aliases_versions_json_bodies_and_datatypes(invoke: Invoke) -> None:
+    ranged = invoke(
+        "bench",
+        "add_sub",
+        "--concurrency-range",
+        "1:2",
+        "-n",
+        "10",
+        "--warmup",
+        "0",
+        "--model-version",
+        "1",
+        "--no-binary",
+        "--json",
+    )
+    assert ranged.exit_code == 0, ranged.output
+    report = json.loads(ranged.output)
+    assert [lv["level"] for lv in report["levels"]] == [1, 2] and report["binary"] is False
+    assert all(lv["errors"] == 0 for lv in report["levels"])
+    rate = invoke(
+        "bench", "add_sub", "--request-rate-range", "100", "-d", "0.5", "--warmup", "0", "--json"
+    )
+    assert [lv["level"] for lv in levels_of(rate.output)] == [100]
+    typed = invoke(
+        "bench",
+        "identity_bytes",
+        "-i",
+        'INPUT0=["x","y"]',
+        "--datatype",
+        "INPUT0=BYTES",
+        "-n",
+        "5",
+        "--json",
+    )
+    assert typed.exit_code == 0 and levels_of(typed.output)[0]["requests"] == 5
+    missing = invoke("bench", "add_sub", "--model-version", "9", "-n", "1")
+    assert missing.exit_code == 1
+
+
+def test_late_requests_are_reported(run_cli: RunCli) -> None:
+    """An open loop the client cannot keep (2 requests in flight, each 20 ms, 200 due per
+    second) says so, as perf_analyzer does."""
+    done = run_cli(
+        "bench",
+        "slow_model",
+        "-i",
+        "DELAY_MS=20",
+        "-r",
+        "200",
+        "--max-threads",
+        "2",
+        "--mode",
+        "sync",
+        "-d",
+        "1",
+        "--warmup",
+        "0",
+    )
+    assert done.code == 0, done.stderr
+    assert "[WARNING]" in done.stdout and "sent late" in done.stdout
+
+
+def test_streaming_one_piece_models_and_stream_options(invoke: Invoke) -> None:
+    # text_echo is not decoupled: one answer through generate, one token.
+    echo = invoke(
+        "bench",
+        "text_echo",
+        "--streaming",
+        "-n",
+        "5",
+        "--num-prompts",
+        "3",
+        "--prompt-input",
+        "text_input",
+        "--output-field",
+        "text_output",
+        "--json",
+    )
+    assert echo.exit_code == 0, echo.output
+    (level,) = levels_of(echo.output)
+    m = level["metrics"]
+    assert level["requests"] == 5 and m["output_sequence_length"]["max"] == 1
+    assert m["time_to_first_token"]["max"] <= m["request_latency"]["max"]
+    # text_stream sends each word back `repeat` times over: 5 words, repeat 2 -> 10 tokens.
+    repeated = invoke(
+        "bench",
+        "text_stream",
+        "--streaming",
+        "-c",
+        "2",
+        "-n",
+        "4",
+        "--synthetic-input-tokens-mean",
+        "5",
+        "--output-tokens-mean",
+        "2",
+        "--output-tokens-param",
+        "repeat",
+        "--json",
+    )
+    (level,) = levels_of(repeated.output)
+    assert level["metrics"]["output_sequence_length"]["min"] == 10
+    assert level["metrics"]["input_sequence_length"]["avg"] == 5
+    spread = invoke(
+        "bench",
+        "text_stream",
+        "--streaming",
+        "-n",
+        "12",
+        "--synthetic-input-tokens-mean",
+        "4",
+        "--output-tokens-mean",
+        "3",
+        "--output-tokens-stddev",
+        "2",
+        "--output-tokens-param",
+        "repeat",
+        "--json",
+    )
+    lengths = levels_of(spread.output)[0]["metrics"]["output_sequence_length"]
+    assert lengths["min"] < lengths["max"]  # the repeat asked for varies
+    # Without the output field among the model's outputs, every response is a token.
+    every = invoke(
+        "bench",
+        "text_stream",
+        "--streaming",
+        "-n",
+        "2",
+        "--output-field",
+        "none",
+        "--synthetic-input-tokens-mean",
+        "3",
+        "--json",
+    )
+    assert levels_of(every.output)[0]["metrics"]["output_sequence_length"]["min"] >= 3
+    timed = invoke(
+        "bench",
+        "text_stream",
+        "--streaming",
+        "-d",
+        "0.5",
+        "--warmup",
+        "0.1",
+        "--synthetic-input-tokens-mean",
+        "3",
+        "--json",
+    )
+    (level,) = levels_of(timed.output)
+    assert timed.exit_code == 0 and level["requests"] >= 1 and level["errors"] == 0
