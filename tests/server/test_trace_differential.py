@@ -140,7 +140,11 @@ def check_order(objects: list[dict[str, Any]]) -> list[str]:
 
 
 def _pair(
-    model_repo: Any, tmp_path: Path, *args: str, drive: Callable[[str], Any] = traffic
+    model_repo: Any,
+    tmp_path: Path,
+    *args: str,
+    drive: Callable[[str], Any] = traffic,
+    ours_only: tuple[str, ...] = (),
 ) -> Any:
     skip_without_real_triton(rt.platform_problem())
     rt.ensure_installed()
@@ -148,7 +152,7 @@ def _pair(
     (tmp_path / "real").mkdir()
     (tmp_path / "ours").mkdir()
     real = _run(rt.start, repo, tmp_path / "real" / "trace.json", args, drive)
-    ours = _run(_launch.start, repo, tmp_path / "ours" / "trace.json", args, drive)
+    ours = _run(_launch.start, repo, tmp_path / "ours" / "trace.json", args + ours_only, drive)
     return real, ours
 
 
@@ -164,6 +168,18 @@ def test_timestamps_and_tensors(model_repo: Any, tmp_path: Path) -> None:
     # what is checked is there: 6 requests from clients, 3 traced BLS children
     assert sum(1 for o in ours["-"] if "parent_id" in o) == 3
     assert sum(1 for o in ours["-"] if "model_name" in o) == 9
+
+
+def test_in_process_isolation(model_repo: Any, tmp_path: Path) -> None:
+    """Models run inside our server: the same traces (BLS children through the in-process
+    runtime)."""
+    args = ("--trace-config=level=TIMESTAMPS", "--trace-config=rate=1")
+    (_, real), (_, ours) = _pair(
+        model_repo, tmp_path, *args, ours_only=("--python-isolation=in-process",)
+    )
+    assert structure(ours["-"]) == structure(real["-"])
+    assert check_order(ours["-"]) == []
+    assert sum(1 for o in ours["-"] if "parent_id" in o) == 3
 
 
 def test_tensors_only(model_repo: Any, tmp_path: Path) -> None:
