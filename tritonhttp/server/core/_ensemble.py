@@ -24,6 +24,7 @@ from typing import Any, cast
 from ._config import PollError
 from ._errors import Code, CoreError
 from ._model import ModelVersion
+from ._trace import trace_child, trace_end
 from ._types import InferRequest, InferResponse, InputTensor, OutputTensor, ParamValue
 from .model_config_pb2 import DataType, ModelConfig
 
@@ -505,9 +506,11 @@ class EnsembleVersion(ModelVersion):
         """One request to a (non-decoupled) step; its outputs as ensemble tensors."""
         assert mv is not None
         sreq = step_request(run.req, self._inputs(i, tensors))
+        trace_child(run.req, sreq, mv.name, mv.version)
         try:
             mv.admit(sreq)
         except CoreError as e:
+            trace_end(sreq)
             raise _StepFailed(e) from None
         pair = (mv, sreq)
         run.active.append(pair)
@@ -515,6 +518,7 @@ class EnsembleVersion(ModelVersion):
             response = await mv.infer(sreq)
         finally:
             run.active.remove(pair)
+            trace_end(sreq)
         if response.error is not None:
             raise _StepFailed(response.error)
         return self._outputs_of(i, response)
@@ -532,9 +536,11 @@ class EnsembleVersion(ModelVersion):
         mv = self._lookup(self.steps[i].model, self.steps[i].version)
         assert mv is not None
         sreq = step_request(run.req, self._inputs(i, tensors))
+        trace_child(run.req, sreq, mv.name, mv.version)
         try:
             mv.admit(sreq)
         except CoreError as e:
+            trace_end(sreq)
             run.error = CoreError(f"in ensemble '{self.name}', {e.message}", e.code)
             return
         pair = (mv, sreq)
@@ -556,6 +562,7 @@ class EnsembleVersion(ModelVersion):
                         return
         finally:
             run.active.remove(pair)
+            trace_end(sreq)
 
     def cancel(self, req: InferRequest) -> None:
         """The client went away: the request and the step requests it has in flight are
