@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.request
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ ARGS = ("--model-control-mode=explicit",)
 IN4 = ("IN", "FP32", [1, 4], [1, 2, 3, 4])
 A2 = ("A", "INT32", [2], [1, 2])
 
-GOOD = ["ens", "ens_stream", "ens_nobatch", "ens_pinned", "bls_ens", "ens_optional"]
+GOOD = ["ens", "ens_stream", "ens_nobatch", "ens_pinned", "bls_ens", "ens_optional", "bls_stream"]
 #: ensembles whose graph (poll) or steps (load) Triton refuses, each with its own text
 BAD = [
     "ens_missing", "ens_ghost", "ens_cycle", "ens_dtype", "ens_shape", "ens_noout",
@@ -86,6 +87,9 @@ INFERENCE: list[Step] = [
     # BLS: the model asks the ensemble for both outputs, then for one of them
     ("POST", "/v2/models/bls_ens/infer", infer_body(IN4)),
     ("POST", "/v2/models/bls_ens/infer", infer_body(IN4, parameters={"subset": True})),
+    # BLS streaming from the decoupled ensemble
+    ("POST", "/v2/models/bls_stream/infer", infer_body(("COUNT", "INT32", [1], [4]))),
+    ("POST", "/v2/models/bls_stream/infer", infer_body(("COUNT", "INT32", [1], [0]))),
     # an optional ensemble input left out: the step runs without it
     ("POST", "/v2/models/ens_optional/infer", infer_body(A2, ("B", "INT32", [2], [10, 20]))),
     ("POST", "/v2/models/ens_optional/infer", infer_body(A2)),
@@ -140,13 +144,39 @@ def _play(real: Any, ours: Any, steps: list[Step]) -> list[str]:
     return problems
 
 
+_COUNTERS = (
+    "nv_inference_request_success",
+    "nv_inference_request_failure",
+    "nv_inference_count",
+    "nv_inference_exec_count",
+    "nv_inference_pending_request_count",
+)
+
+
+def _counters(server: Any) -> dict[tuple[str, str], float]:
+    """The request counters of every model, by (family, labels)."""
+    with urllib.request.urlopen(f"http://{server.metrics_url}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition("{")
+        if name in _COUNTERS:
+            labels, _, value = rest.rpartition("} ")
+            out[(name, ",".join(sorted(labels.split(","))))] = float(value)
+    return out
+
+
 def test_ensemble_script(
     real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
 ) -> None:
     repo = model_repo("ensemble_basic")
     real = real_triton_factory(repo, *ARGS)
     ours = bundled_server_factory(repo, *ARGS)
-    problems = _play(real, ours, LOADING + INFERENCE + LIFECYCLE)
+    problems = _play(real, ours, LOADING + INFERENCE)
+    counters = _counters(real)
+    assert counters[("nv_inference_request_success", 'model="ens",version="1"')] > 0
+    assert _counters(ours) == counters
+    problems += _play(real, ours, LIFECYCLE)
     assert not problems, "\n".join(problems)
 
 
