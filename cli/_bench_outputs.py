@@ -6,10 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._bench_stats import finite
 from ._errors import CliError
 
 if TYPE_CHECKING:
@@ -35,17 +35,6 @@ def _settings_json(model: str, load: str, options: dict[str, Any], extra: dict[s
     return {"model": model, "load": load, **keep, **extra}
 
 
-def _finite(value: Any) -> Any:
-    """NaN and infinities as null (JSON has neither)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
-
-
 def export_csv_text(records: list[dict[str, Any]], load: str) -> str:
     """The CSV beside the profile export: one row per level and metric."""
     from ._bench_stats import STATS
@@ -62,7 +51,7 @@ def export_csv_text(records: list[dict[str, Any]], load: str) -> str:
 
 def write_export(path: str, settings_json: Any, load: str, records: list[dict[str, Any]]) -> None:
     """``--profile-export-file``: the JSON document, and the same as CSV beside it."""
-    document = _finite({"settings": settings_json, "experiments": records})
+    document = finite({"settings": settings_json, "experiments": records})
     write_text(path, json.dumps(document, indent=2) + "\n")
     write_text(str(Path(path).with_suffix(".csv")), export_csv_text(document["experiments"], load))
 
@@ -109,7 +98,7 @@ def write_outputs(
                 "duration_s": options["duration"],
                 "requests_per_level": options["request_count"],
                 "warmup_s": options["warmup"],
-                "levels": [level_json(r) for r in results],
+                "levels": [finite(level_json(r)) for r in results],
             },
         )
     elif options["report_path"] != "-" and results:

@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import math
 import statistics
+from typing import Any
 
-__all__ = ["STATS", "interpolated", "summary"]
+__all__ = ["STATS", "finite", "interpolated", "summary"]
 
 #: The statistics of every metric, in the order they are shown.
 STATS = ("avg", "min", "max", "p50", "p75", "p90", "p95", "p99", "std")
+
+
+def finite(value: Any) -> Any:
+    """``value`` with NaN and infinities (nested in dicts and lists) as None: JSON has
+    neither, and a figure that could not be measured is null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v) for v in value]
+    return value
 
 
 def interpolated(ordered: list[float], q: float) -> float:

@@ -84,6 +84,7 @@ def write_stream_outputs(
 ) -> None:
     """The table (or ``--json``), the export and the plot; then fail if requests failed."""
     from ._bench_outputs import _settings_json, write_export
+    from ._bench_stats import finite
     from ._render import console, emit_json
 
     experiments = [
@@ -103,15 +104,17 @@ def write_stream_outputs(
     if settings.json_output:
         emit_json(
             settings,
-            {
-                "model": model,
-                "load": load,
-                "streaming": True,
-                "levels": [
-                    {**e, "requests": len(r[1]), "errors": sum(1 for x in r[1] if x.error)}
-                    for e, r in zip(experiments, results, strict=True)
-                ],
-            },
+            finite(
+                {
+                    "model": model,
+                    "load": load,
+                    "streaming": True,
+                    "levels": [
+                        {**e, "requests": len(r[1]), "errors": sum(1 for x in r[1] if x.error)}
+                        for e, r in zip(experiments, results, strict=True)
+                    ],
+                }
+            ),
         )
     else:
         out = console(settings)

@@ -62,9 +62,10 @@ def test_request_rate(invoke: Invoke, mode: str) -> None:
     assert result.exit_code == 0, result.output
     (level,) = levels_of(result.output)
     assert level["level"] == 200 and level["errors"] == 0
-    # An open loop sends on schedule: about 200 requests in the one-second window.
-    assert 150 <= level["requests"] <= 230
-    assert 150 <= level["throughput"]["requests_per_s"] <= 230
+    # An open loop sends on schedule: about 200 requests in the one-second window (a
+    # sender that fell behind catches up, so a window may hold a few more).
+    assert 150 <= level["requests"] <= 260
+    assert 150 <= level["throughput"]["requests_per_s"] <= 260
 
 
 def test_batching_model_and_given_inputs(invoke: Invoke) -> None:
@@ -281,7 +282,7 @@ def test_poisson_and_request_intervals(invoke: Invoke, tmp_path: Path) -> None:
     )
     (level,) = levels_of(custom.output)
     assert custom.exit_code == 0 and level["level"] == pytest.approx(200)
-    assert 150 <= level["requests"] <= 230
+    assert 150 <= level["requests"] <= 260
     intervals.write_text("soon\n")
     bad = invoke("bench", "add_sub", "--request-intervals", str(intervals))
     assert bad.exit_code == 2 and "microseconds" in bad.output
