@@ -289,14 +289,14 @@ def infer(
     input_args = parse_input_args(inputs, shapes, datatypes)
     with settings.client() as client:
         io = fetch_model_io(client, settings, model, model_version)
-        missing = io.missing_inputs(input_args.values)
+        arrays = build_inputs(io, input_args)
+        missing = io.missing_inputs(arrays)
         if missing:
             names = ", ".join(f"'{n}'" for n in missing)
             raise InputError(
                 f"model '{model}' needs input {names} (give "
                 f"{' '.join(f'-i {n}=...' for n in missing)})"
             )
-        arrays = build_inputs(io, input_args)
         wanted = [io.output(n).name for n in output_names] if output_names else list(io.outputs)
         request = _Request(client, settings, model, model_version, params, binary, repeat)
         if shm is not None:

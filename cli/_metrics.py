@@ -124,7 +124,7 @@ def metrics(settings: Settings, pattern: str | None, metrics_url: str | None) ->
         ]
         emit_json(settings, rows)
         return
-    table = new_table("metric", "labels", "value", numeric=("value",))
+    table = new_table("metric", "labels", "value", numeric=("value",), names=("metric",))
     for s in samples:
         labels = ", ".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
         table.add_row(s.name, labels, _value_text(s.value))

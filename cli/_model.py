@@ -37,7 +37,7 @@ def list_models(settings: Settings) -> None:
     if settings.json_output:
         emit_json(settings, index)
         return
-    table = new_table("model", "version", "state", "reason")
+    table = new_table("model", "ver", "state", "reason", numeric=(), names=("model",))
     for entry in index:
         table.add_row(
             str(entry.get("name", "")),
@@ -352,9 +352,12 @@ def _avg_us(stats: dict[str, Any], key: str) -> str:
 @json_flag
 @click.pass_obj
 def stats(settings: Settings, name: str | None, model_version: str) -> None:
-    """Inference statistics of model NAME (default: all models).
+    """Show the inference statistics of model NAME (default: all models).
 
-    Times are averages per request, in microseconds.
+    \b
+    Columns: reqs (inferences), execs (executions; fewer when batched), ok and fail
+    (requests), then the mean time per request in microseconds: queue, in (input
+    handling), infer (the model's execute), out (output handling).
     """
     if model_version and not name:
         raise click.UsageError("--model-version needs a model NAME")
@@ -365,9 +368,15 @@ def stats(settings: Settings, name: str | None, model_version: str) -> None:
     if settings.json_output:
         emit_json(settings, answer)
         return
-    columns = ("infers", "execs", "ok", "fail", "queue", "input", "infer", "output")
+    columns = ("reqs", "execs", "ok", "fail", "queue", "in", "infer", "out")
     table = new_table(
-        "model", "ver", *columns, numeric=columns, title="Inference statistics (times: µs)"
+        "model",
+        "v",
+        *columns,
+        numeric=columns,
+        names=("model",),
+        title="Inference statistics (times: mean µs per request)",
+        compact=True,
     )
     for entry in answer.get("model_stats", []):
         inference = entry.get("inference_stats", {})

@@ -86,32 +86,125 @@ def console(settings: Settings, *, stderr: bool = False) -> Console:
     from rich.console import Console
 
     stream = sys.stderr if stderr else settings.stdout
-    probe = Console(file=stream)
-    # A terminal gets tables that fit it; a file or pipe gets them whole.
-    width = None if probe.is_terminal else 240
-    return Console(file=stream, highlight=False, width=width)
+    return Console(file=stream, highlight=False, width=output_width(Console(file=stream)))
 
 
-def new_table(*columns: str, title: str | None = None, numeric: Iterable[str] = ()) -> Table:
-    """A rich table with these column headers (``numeric`` ones right-aligned)."""
+def output_width(probe: Console) -> int | None:
+    """The width to render for: ``$COLUMNS`` when set, else the terminal's (None), else
+    240 for a file or pipe (tables whole)."""
+    import os
+
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return None if probe.is_terminal else 240
+
+
+def new_table(
+    *columns: str,
+    title: str | None = None,
+    numeric: Iterable[str] = (),
+    names: Iterable[str] = (),
+    compact: bool = False,
+) -> Table:
+    """A rich table with these column headers.
+
+    ``numeric`` columns are right-aligned and never split (they keep the width of their
+    widest number); ``names`` columns stay on one line, cut with an ellipsis when the
+    table is too wide; other columns wrap. ``compact`` tables separate columns with
+    spaces instead of rules (for many narrow columns).
+    """
+    from rich import box
     from rich.table import Table
 
     right = set(numeric)
+    single = set(names)
     table = Table(
         title=title,
         title_justify="left",
         show_edge=False,
         pad_edge=False,
+        box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
+        padding=(0, 1, 0, 0) if compact else (0, 1),
         min_width=len(title) if title else None,
     )
     for column in columns:
-        table.add_column(column, justify="right" if column in right else "left", overflow="fold")
+        if column in right:
+            table.add_column(column, justify="right", no_wrap=True)
+        elif column in single:
+            table.add_column(column, no_wrap=True, overflow="ellipsis")
+        else:
+            table.add_column(column, overflow="fold")
     return table
 
 
+def _cell_widths(table: Table) -> list[int]:
+    """The widest cell (header included) of each column, in terminal cells."""
+    from rich.text import Text
+
+    widths = []
+    for column in table.columns:
+        cells = [Text.from_markup(c) if isinstance(c, str) else c for c in column.cells]
+        lengths = [t.cell_len for t in cells if isinstance(t, Text)]
+        widths.append(max([Text(str(column.header)).cell_len, *lengths]))
+    return widths
+
+
+def fit_table(table: Table, width: int) -> int:
+    """Give each column of ``table`` its width for ``width`` terminal cells; returns the
+    width the table needs (more than ``width`` only when its numbers alone do not fit).
+
+    Numeric columns keep their widest number; the other columns share what is left,
+    the narrow ones whole, the wide ones equally (names then get an ellipsis in the
+    middle and text wraps), each at least 3 cells. Nothing changes when the table fits.
+    """
+    if table.min_width:  # (the title's length: the table may be narrower than that)
+        table.min_width = min(table.min_width, width)
+    natural = _cell_widths(table)
+    pad = table.padding[1] + table.padding[3]  # (top, right, bottom, left)
+    gaps = (len(natural) - 1) * (pad + (1 if table.box is not None else 0))
+    fixed = [i for i, c in enumerate(table.columns) if c.justify == "right" and c.no_wrap]
+    for i in fixed:
+        table.columns[i].min_width = natural[i]
+    if sum(natural) + gaps <= width:
+        return sum(natural) + gaps
+    flexible = sorted((i for i in range(len(natural)) if i not in fixed), key=natural.__getitem__)
+    left = width - gaps - sum(natural[i] for i in fixed)
+    for k, i in enumerate(flexible):
+        share = max(left // (len(flexible) - k), 3)
+        given = min(natural[i], share)
+        column = table.columns[i]
+        column.width = given
+        if column.no_wrap and given < natural[i]:
+            column._cells = [
+                middle_ellipsis(c, given) if isinstance(c, str) else c for c in column._cells
+            ]
+        left -= given
+    return sum(c.width or natural[i] for i, c in enumerate(table.columns)) + gaps
+
+
+def middle_ellipsis(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters by an ellipsis in the middle (both ends of a
+    name usually matter: ``nv_inference_…_duration_us``)."""
+    if len(text) <= width:
+        return text
+    if width < 3:
+        return text[:width]
+    head = width // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
 def print_table(settings: Settings, table: Table) -> None:
-    """Print a table on stdout."""
-    console(settings).print(table)
+    """Print a table on stdout, fitted to the output's width (see :func:`fit_table`)."""
+    from rich.console import Console
+
+    out = console(settings)
+    needed = fit_table(table, out.width)
+    if needed > out.width:
+        # numbers are never cut: a table whose numbers alone are too wide is printed whole
+        out = Console(file=out.file, highlight=False, width=needed)
+    out.print(table)
 
 
 def key_value_table(mapping: Mapping[str, Any], title: str | None = None) -> Table:
@@ -128,13 +221,29 @@ def key_value_table(mapping: Mapping[str, Any], title: str | None = None) -> Tab
     return table
 
 
+#: BYTES elements longer than this many characters are shown elided
+LONG_ELEMENT = 64
+
+
 def _bytes_text(item: Any) -> str:
+    """One BYTES element as shown in a table: JSON text (or a bytes repr when it is not
+    UTF-8); a long one elided in the middle, with its full size."""
     if isinstance(item, (bytes, bytearray)):
+        size = len(item)
         try:
-            return json.dumps(bytes(item).decode("utf-8"), ensure_ascii=False)
+            text = bytes(item).decode("utf-8")
         except UnicodeDecodeError:
-            return repr(bytes(item))
-    return json.dumps(str(item), ensure_ascii=False)
+            shown = repr(bytes(item))
+            if len(shown) <= LONG_ELEMENT:
+                return shown
+            return f"{middle_ellipsis(shown, LONG_ELEMENT - 16)} ({size} bytes)"
+    else:
+        text = str(item)
+        size = len(text.encode("utf-8"))
+    if len(text) <= LONG_ELEMENT:
+        return json.dumps(text, ensure_ascii=False)
+    cut = middle_ellipsis(text, LONG_ELEMENT - 24)
+    return f"{json.dumps(cut, ensure_ascii=False)} ({size} bytes)"
 
 
 def format_array(array: np.ndarray[Any, Any], *, threshold: int = 24, edgeitems: int = 3) -> str:
