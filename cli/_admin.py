@@ -9,6 +9,7 @@ import click
 
 from ._complete import complete_model
 from ._errors import InputError
+from ._help import SentenceGroup
 from ._render import emit_json, key_value_table, new_table, print_table
 from ._settings import Settings, json_flag
 from ._values import parse_assignments
@@ -26,16 +27,16 @@ def _show_settings(settings: Settings, answer: Any, title: str) -> None:
 # -- server ----------------------------------------------------------------------------
 
 
-@click.group()
+@click.group(cls=SentenceGroup)
 def server() -> None:
-    """The server itself."""
+    """Show what the server says about itself."""
 
 
 @server.command("metadata")
 @json_flag
 @click.pass_obj
 def server_metadata(settings: Settings) -> None:
-    """Name, version and protocol extensions of the server."""
+    """Show the server's name, version and protocol extensions."""
     with settings.client() as client:
         answer = client.get_server_metadata(headers=settings.request_headers)
     if settings.json_output:
@@ -79,9 +80,9 @@ def _log_value(key: str, text: str) -> Any:
     return text  # log_file, log_format
 
 
-@click.group()
+@click.group(cls=SentenceGroup)
 def log() -> None:
-    """The server's log settings."""
+    """Show or change the server's log settings."""
 
 
 @log.command("get")
@@ -128,9 +129,9 @@ def _trace_value(key: str, text: str) -> Any:
     return text
 
 
-@click.group()
+@click.group(cls=SentenceGroup)
 def trace() -> None:
-    """Trace settings (global or per model)."""
+    """Show or change the trace settings (global or per model)."""
 
 
 @trace.command("get")
@@ -172,9 +173,9 @@ _KIND = click.option(
 )
 
 
-@click.group()
+@click.group(cls=SentenceGroup)
 def shm() -> None:
-    """Shared-memory regions registered with the server (system and CUDA)."""
+    """Register, list and unregister shared-memory regions (system and CUDA)."""
 
 
 @shm.command("status")
@@ -183,7 +184,7 @@ def shm() -> None:
 @json_flag
 @click.pass_obj
 def shm_status(settings: Settings, region: str, kind: str) -> None:
-    """Registered regions."""
+    """List the registered shared-memory regions."""
     headers = settings.request_headers
     answer: dict[str, Any] = {}
     with settings.client() as client:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._help import SentenceGroup
 from ._render import emit_json
 from ._settings import Settings, json_flag
 
@@ -137,7 +138,7 @@ def _finish(
     ctx.exit(0 if healthy else 1)
 
 
-@click.group()
+@click.group(cls=SentenceGroup)
 def health() -> None:
     """Probe the server's health (exit status 0 healthy, 1 not, 2 usage error)."""
 

@@ -107,7 +107,7 @@ def _value_text(value: float) -> str:
 @json_flag
 @click.pass_obj
 def metrics(settings: Settings, pattern: str | None, metrics_url: str | None) -> None:
-    """Prometheus metrics of the server, as a table."""
+    """Show the server's Prometheus metrics as a table."""
     try:
         matcher = re.compile(pattern) if pattern else None
     except re.error as e:

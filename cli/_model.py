@@ -13,6 +13,7 @@ import click
 
 from ._complete import complete_model
 from ._errors import CliError, InputError, describe
+from ._help import SentenceGroup
 from ._render import console, emit_json, json_text, new_table, print_table
 from ._settings import Settings, json_flag
 from ._values import parse_assignments
@@ -22,7 +23,7 @@ __all__ = ["model"]
 _VERSION = click.option("--model-version", default="", metavar="VERSION", help="Model version.")
 
 
-@click.group()
+@click.group(cls=SentenceGroup)
 def model() -> None:
     """Manage and inspect the models in the repository."""
 
@@ -31,7 +32,7 @@ def model() -> None:
 @json_flag
 @click.pass_obj
 def list_models(settings: Settings) -> None:
-    """Models in the repository, with their state and the reason for it."""
+    """List the models in the repository with their state and its reason."""
     with settings.client() as client:
         index = client.get_model_repository_index(headers=settings.request_headers)
     if settings.json_output:
@@ -152,7 +153,7 @@ def unload(settings: Settings, name: str, unload_dependents: bool) -> None:
 @json_flag
 @click.pass_obj
 def config(settings: Settings, name: str, model_version: str) -> None:
-    """The configuration of model NAME (as JSON)."""
+    """Show the configuration of model NAME (as JSON)."""
     with settings.client() as client:
         answer = client.get_model_config(name, model_version, headers=settings.request_headers)
     if settings.json_output:
@@ -173,7 +174,7 @@ def _shape(dims: list[Any]) -> str:
 @json_flag
 @click.pass_obj
 def metadata(settings: Settings, name: str, model_version: str) -> None:
-    """Inputs, outputs, versions and platform of model NAME."""
+    """Show the inputs, outputs, versions and platform of model NAME."""
     with settings.client() as client:
         answer = client.get_model_metadata(name, model_version, headers=settings.request_headers)
     if settings.json_output:
@@ -401,7 +402,7 @@ def stats(settings: Settings, name: str | None, model_version: str) -> None:
 @json_flag
 @click.pass_context
 def ready(ctx: click.Context, name: str, model_version: str) -> None:
-    """Is model NAME ready? (exit status 0 ready, 1 not)"""
+    """Check whether model NAME is ready (exit status 0 ready, 1 not)."""
     settings: Settings = ctx.obj
     with settings.client() as client:
         is_ready = client.is_model_ready(name, model_version, headers=settings.request_headers)

@@ -38,6 +38,7 @@ def _server_installed() -> bool:
 
 @click.command(
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    short_help="Run the bundled server with tritonserver's flags (see serve -- --help).",
 )
 @click.option("--dry-run", is_flag=True, help="Print the server command instead of running it.")
 @click.argument("server_args", nargs=-1, type=click.UNPROCESSED, metavar="[SERVER FLAGS]...")

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from ._errors import run_guarded
+from ._help import SentenceGroup
 from ._settings import Settings, parse_header
 
 __all__ = ["cli", "main"]
@@ -35,7 +36,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class _LazyGroup(click.Group):
+class _LazyGroup(SentenceGroup):
     """A group whose subcommands are imported when they are looked up."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
