@@ -61,6 +61,8 @@ class MeasureOptions:
     fixed_requests: int | None = None
     fixed_duration_s: float | None = None
     batch_size: int = 1
+    #: Told each window's number, inferences per second and stabilising latency (ms).
+    on_window: Callable[[int, float, float], None] | None = None
 
 
 #: A reading of the server's statistics: (inference count, execution count, and
@@ -248,6 +250,8 @@ def _windows(
         before = window.after
         windows.append(window)
         figures.append(_window_figures(window, options))
+        if options.on_window is not None:
+            options.on_window(len(figures), *figures[-1])
         if not load.alive():
             break
         if fixed:

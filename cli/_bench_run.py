@@ -74,9 +74,33 @@ def _read_intervals(path: str) -> list[float]:
     return values
 
 
-def measure_options(options: dict[str, Any], batch: int) -> MeasureOptions:
-    """The measurement options of the command line."""
+def _pass_printer(
+    settings: Settings, percentile: int | None
+) -> Callable[[int, float, float], None]:
+    """``-v``: one line per window, as perf_analyzer prints its passes."""
+    what = "Avg latency" if percentile is None else f"p{percentile} latency"
+
+    def show(number: int, ips: float, latency_ms: float) -> None:
+        latency = "-" if math.isinf(latency_ms) else f"{latency_ms * 1000:.0f}"
+        click.echo(
+            f"  Pass [{number}] throughput: {ips:g} infer/sec. {what}: {latency} usec",
+            file=settings.stdout,
+        )
+
+    return show
+
+
+def measure_options(
+    options: dict[str, Any], batch: int, settings: Settings | None = None
+) -> MeasureOptions:
+    """The measurement options of the command line (``settings``: where ``-v`` prints
+    each window; None: nowhere)."""
     from ._bench_measure import MeasureOptions
+
+    shown = settings is not None and not settings.json_output and options["report_path"] != "-"
+    on_window = None
+    if options["verbose"] and shown and settings is not None:
+        on_window = _pass_printer(settings, options["percentile"])
 
     return MeasureOptions(
         interval_s=options["measurement_interval"] / 1000,
@@ -91,6 +115,7 @@ def measure_options(options: dict[str, Any], batch: int) -> MeasureOptions:
         fixed_requests=options["request_count"],
         fixed_duration_s=options["duration"],
         batch_size=batch,
+        on_window=on_window,
     )
 
 
@@ -254,7 +279,7 @@ def run_bench(settings: Settings, model: str, options: dict[str, Any]) -> None:
         _check_first(target)
         mode = _choose_mode(plan, target)
         batch = options["batch_size"] if io.batches else 1
-        measure = measure_options(options, batch)
+        measure = measure_options(options, batch, settings)
         stats = server_stats(client, model, target.version, settings.request_headers)
         results = _sweep(settings, target, plan, mode, measure, stats, options)
     from ._bench_outputs import write_outputs

@@ -94,6 +94,7 @@ def test_perf_analyzer_report(run_cli: RunCli) -> None:
         "  Server: ",
         "    Successful request count: ",
         "    Avg client overhead: ",
+        "  Pass [1] throughput: ",
     ):
         assert line in out, out
     assert "Avg request latency: " in out and "(overhead " in out and "compute infer " in out
