@@ -224,3 +224,29 @@ def test_per_model_settings(model_repo: Any, tmp_path: Path) -> None:
         assert structure(ours[name]) == structure(real[name]), name
     models = {o["model_name"] for objs in ours.values() for o in objs if "model_name" in o}
     assert models == {"add_sub"}
+
+
+def _ensemble_traffic(url: str) -> None:
+    doc = {"id": "e1", "inputs": [{"name": "IN", "datatype": "FP32", "shape": [1, 4],
+                                   "data": [1.0, 2.0, 3.0, 4.0]}]}  # fmt: skip
+    _post(url, "/v2/models/ens/infer", doc)
+    doc["id"] = ""
+    _post(url, "/v2/models/ens/infer", doc)
+
+
+def test_ensemble_steps_are_children(model_repo: Any, tmp_path: Path) -> None:
+    skip_without_real_triton(rt.platform_problem())
+    rt.ensure_installed()
+    repo = model_repo("ensemble_basic")
+    args = ("--model-control-mode=explicit", "--load-model=ens",
+            "--trace-config=level=TIMESTAMPS", "--trace-config=rate=1")  # fmt: skip
+    (tmp_path / "real").mkdir()
+    (tmp_path / "ours").mkdir()
+    _, real = _run(rt.start, repo, tmp_path / "real" / "trace.json", args, _ensemble_traffic)
+    _, ours = _run(_launch.start, repo, tmp_path / "ours" / "trace.json", args, _ensemble_traffic)
+    assert structure(ours["-"]) == structure(real["-"])
+    assert check_order(ours["-"]) == []
+    steps = [o for o in ours["-"] if "parent_id" in o]
+    assert [(o["model_name"], o.get("request_id")) for o in steps] == [
+        ("post", "e1"), ("pre", "e1"), ("post", None), ("pre", None)
+    ]  # fmt: skip

@@ -219,8 +219,9 @@ class Trace:
             root.sink.done(root)
 
     def group(self) -> list[Trace]:
-        """The traces written together with this root: its children, then itself."""
-        return [*self.children, self]
+        """The traces written together with this root, in Triton's order: the newest
+        child first, the root last."""
+        return [*reversed(self.children), self]
 
     def records(self) -> list[str]:
         """This trace's objects of Triton's trace file, in Triton's order."""
