@@ -196,6 +196,8 @@ def _target(
         )
     try:
         streams = prepare(data, io, options["binary"], shm)
+        if sequences is None:  # streams matter only to sequences: one round-robin list
+            streams = [[step for stream in streams for step in stream]]
         source = RequestSource(streams, sequences, data.from_streams)
         target = Target(
             settings,

@@ -538,3 +538,23 @@ def test_streaming_one_piece_models_and_stream_options(invoke: Invoke) -> None:
     )
     (level,) = levels_of(timed.output)
     assert timed.exit_code == 0 and level["requests"] >= 1 and level["errors"] == 0
+
+
+def test_steps_round_robin_with_validation(run_cli: RunCli, tmp_path: Path) -> None:
+    """Streams given to a model without sequences are steps sent in turn; each answer is
+    checked against its step's validation_data (here the second step's is wrong)."""
+    data = tmp_path / "steps.json"
+    data.write_text(
+        json.dumps(
+            {
+                "data": [
+                    [{"INPUT0": [1, 2, 3, 4], "INPUT1": [1, 1, 1, 1]}],
+                    [{"INPUT0": [5, 6, 7, 8], "INPUT1": [1, 1, 1, 1]}],
+                ],
+                "validation_data": [[{"OUTPUT0": [2, 3, 4, 5]}], [{"OUTPUT0": [0, 0, 0, 0]}]],
+            }
+        )
+    )
+    done = run_cli("bench", "add_sub", "--input-data", str(data), "-n", "20", "--warmup", "0")
+    assert done.code == 1
+    assert "10 of 20 requests failed; first error: validation: output 'OUTPUT0'" in done.stderr
