@@ -77,9 +77,10 @@ def test_the_switch_turns_that_skip_into_a_failure(tmp_path: Path, value: str) -
     ) in done.stdout
 
 
-def test_ci_sets_the_switch() -> None:
+def test_ci_sets_the_switches() -> None:
     root = Path(__file__).parent.parent
-    for script in (root / ".ci" / "run",):
-        assert f"{REQUIRE_REAL_TRITON}=1" in script.read_text(), script
-    # a developer's ./scripts/test leaves it as the environment has it
-    assert f"{REQUIRE_REAL_TRITON}=1" not in (root / "scripts" / "test").read_text()
+    ci = (root / ".ci" / "run").read_text()
+    assert f"export {REQUIRE_REAL_TRITON}=1" in ci
+    assert "export TRITONHTTP_REQUIRE_OLDEST=1" in ci
+    # a developer's ./scripts/test leaves them as the environment has them
+    assert "export " not in (root / "scripts" / "test").read_text()
