@@ -26,8 +26,12 @@ ARGS = ("--model-control-mode=explicit",)
 
 IN4 = ("IN", "FP32", [1, 4], [1, 2, 3, 4])
 A2 = ("A", "INT32", [2], [1, 2])
+ONE = ("IN", "INT32", [1], [1])
 
-GOOD = ["ens", "ens_stream", "ens_nobatch", "ens_pinned", "bls_ens", "ens_optional", "bls_stream"]
+GOOD = [
+    "ens", "ens_stream", "ens_nobatch", "ens_pinned", "bls_ens", "ens_optional", "bls_stream",
+    "ens_echo",
+]  # fmt: skip
 #: ensembles whose graph (poll) or steps (load) Triton refuses, each with its own text
 BAD = [
     "ens_missing", "ens_ghost", "ens_cycle", "ens_dtype", "ens_shape", "ens_noout",
@@ -87,6 +91,23 @@ INFERENCE: list[Step] = [
     # BLS: the model asks the ensemble for both outputs, then for one of them
     ("POST", "/v2/models/bls_ens/infer", infer_body(IN4)),
     ("POST", "/v2/models/bls_ens/infer", infer_body(IN4, parameters={"subset": True})),
+    # what a step's request carries of the ensemble's (id, parameters, sequence, timeout)
+    ("POST", "/v2/models/ens_echo/infer", infer_body(ONE)),
+    (
+        "POST",
+        "/v2/models/ens_echo/infer",
+        infer_body(ONE, id="abc", parameters={"custom": "x", "n": 5, "flag": True}),
+    ),
+    (
+        "POST",
+        "/v2/models/ens_echo/infer",
+        infer_body(ONE, parameters={"sequence_id": 7, "sequence_start": True, "timeout": 1234}),
+    ),
+    (
+        "POST",
+        "/v2/models/ens_echo/infer",
+        infer_body(ONE, parameters={"sequence_id": "s1", "sequence_end": True}),
+    ),
     # BLS streaming from the decoupled ensemble
     ("POST", "/v2/models/bls_stream/infer", infer_body(("COUNT", "INT32", [1], [4]))),
     ("POST", "/v2/models/bls_stream/infer", infer_body(("COUNT", "INT32", [1], [0]))),
