@@ -276,3 +276,24 @@ def test_shared_memory_on_an_ensemble(
             client.close()
     assert results[1] == results[0]
     assert results[0][1] == [3, 5, 7, 9, 2, 4, 6, 8]
+
+
+@pytest.mark.parametrize("mode", ["none", "poll"])
+def test_repository_loaded_at_start(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any, mode: str
+) -> None:
+    """Every model of the repository at start (ensembles, their steps, the refused ones):
+    the same index, the same answers."""
+    repo = model_repo("ensemble_basic")
+    args = (f"--model-control-mode={mode}", "--exit-on-error=false", "--strict-readiness=false")
+    real = real_triton_factory(repo, *args)
+    ours = bundled_server_factory(repo, *args)
+    steps: list[Step] = [
+        ("POST", "/v2/repository/index", ""),
+        ("GET", "/v2/health/ready", ""),
+        ("POST", "/v2/models/ens/infer", infer_body(IN4)),
+        ("POST", "/v2/models/ens_nobatch/infer", infer_body(("V", "INT32", [2], [1, 2]))),
+        ("POST", "/v2/models/bls_ens/infer", infer_body(IN4)),
+    ]
+    problems = _play(real, ours, steps)
+    assert not problems, "\n".join(problems)
