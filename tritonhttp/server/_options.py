@@ -28,14 +28,22 @@ _API_NAMES = (
     "logging",
 )
 
+#: tritonserver's gRPC flags: accepted (each with its value) and ignored with a warning,
+#: so that a copied tritonserver command line starts this HTTP-only server
+GRPC_FLAGS = frozenset(
+    {
+        "grpc-address", "grpc-header-forward-pattern", "grpc-http2-max-ping-strikes",
+        "grpc-http2-max-pings-without-data", "grpc-http2-min-recv-ping-interval-without-data",
+        "grpc-infer-allocation-pool-size", "grpc-infer-response-compression-level",
+        "grpc-keepalive-permit-without-calls", "grpc-keepalive-time", "grpc-keepalive-timeout",
+        "grpc-max-connection-age", "grpc-max-connection-age-grace", "grpc-port",
+        "grpc-restricted-protocol", "grpc-root-cert", "grpc-server-cert", "grpc-server-key",
+        "grpc-use-ssl", "grpc-use-ssl-mutual", "reuse-grpc-port",
+    }
+)  # fmt: skip
+
 #: tritonserver flags this server knows but does not implement, with the reason
 _UNSUPPORTED = {
-    "grpc-port": "gRPC is not supported",
-    "grpc-address": "gRPC is not supported",
-    "grpc-infer-allocation-pool-size": "gRPC is not supported",
-    "grpc-use-ssl": "gRPC is not supported",
-    "grpc-restricted-protocol": "gRPC is not supported",
-    "reuse-grpc-port": "gRPC is not supported",
     "allow-sagemaker": "SageMaker is not supported",
     "allow-vertex-ai": "Vertex AI is not supported",
     "allow-gpu-metrics": "GPU metrics are not supported (CPU-only server)",
@@ -98,59 +106,198 @@ class ServerOptions:
     http_busy_wait_us: int = 300
     #: what serves HTTP: the bundled ``native`` server or ``uvicorn`` (stock)
     http_server: str = "native"
+    #: the gRPC flags given (accepted and ignored: gRPC is not served)
+    ignored_grpc_flags: list[str] = field(default_factory=list)
+
+    def grpc_warning(self) -> str | None:
+        """The one-line warning for ignored gRPC flags (None when there were none)."""
+        if not self.ignored_grpc_flags:
+            return None
+        names = ", ".join(self.ignored_grpc_flags)
+        return f"gRPC is not served (HTTP only): ignoring {names}"
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help with each flag's default (unless its help says it), and value names from the
+    kind of value."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default is argparse.SUPPRESS or not action.option_strings:
+            return text
+        value = action.default
+        if isinstance(value, bool):
+            shown = "true" if value else "false"
+        elif value is None or value == []:
+            shown = "none"
+        elif value == "":
+            shown = "''"
+        else:
+            shown = str(value)
+        return f"{text} (default: {shown})"
+
+    def _get_default_metavar_for_optional(self, action: argparse.Action) -> str:
+        kind: object = action.type
+        if kind is _bool:
+            return "BOOL"
+        if kind is int:
+            return "N"
+        if kind is float:
+            return "SECONDS" if "secs" in action.dest else "N"
+        return "TEXT"
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m tritonhttp.server",
-        description="A Triton-compatible HTTP server for Python-backend model repositories.",
+        description="A Triton-compatible HTTP server for Python-backend model repositories. "
+        "Flags have tritonserver's names and meanings; tritonserver's gRPC flags are "
+        "accepted and ignored (gRPC is not served).",
+        usage="python -m tritonhttp.server --model-repository PATH [FLAG ...]",
         allow_abbrev=False,
+        formatter_class=_HelpFormatter,
     )
     a = p.add_argument
-    a("--model-repository", "--model-store", dest="model_repository", action="append", default=[],
-      metavar="PATH", help="model repository folder (repeatable)")  # fmt: skip
-    a("--http-address", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    a("--http-port", type=int, default=8000)
+    a(
+        "--model-repository",
+        "--model-store",
+        dest="model_repository",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="model repository folder (repeatable; required, no default)",
+    )
+    a("--http-address", default="127.0.0.1", help="address the HTTP endpoint binds")
+    a("--http-port", type=int, default=8000, help="port of the HTTP endpoint")
     a("--allow-http", type=_bool, default=True, help="must stay true (HTTP is the only protocol)")
-    a("--allow-grpc", type=_bool, default=False, help="must stay false (no gRPC)")
-    a("--allow-metrics", type=_bool, default=True)
-    a("--metrics-address", default=None)
-    a("--metrics-port", type=int, default=8002)
-    a("--metrics-interval-ms", type=int, default=2000)
-    a("--model-control-mode", choices=("none", "poll", "explicit"), default="none")
-    a("--load-model", action="append", default=[], metavar="NAME")
-    a("--repository-poll-secs", type=float, default=15.0)
-    a("--strict-readiness", type=_bool, default=True)
-    a("--exit-on-error", type=_bool, default=True)
-    a("--exit-timeout-secs", type=float, default=30.0)
-    a("--id", dest="server_id", default="triton")
-    a("--log-verbose", type=int, default=0)
-    a("--log-info", type=_bool, default=True)
-    a("--log-warning", type=_bool, default=True)
-    a("--log-error", type=_bool, default=True)
-    a("--log-format", choices=("default", "ISO8601"), default="default")
-    a("--log-file", default="")
-    a("--http-restricted-api", action="append", default=[], metavar="API[,API...]:HEADER=VALUE")
-    a("--http-header-forward-pattern", default=None)
-    a("--trace-config", action="append", default=[], metavar="[MODE,]KEY=VALUE")
-    a("--backend-config", action="append", default=[], metavar="BACKEND,KEY=VALUE")
-    a("--cache-config", action="append", default=[], metavar="CACHE,KEY=VALUE")
+    a("--allow-grpc", type=_bool, default=False, help="must stay false (gRPC is not served)")
+    a("--allow-metrics", type=_bool, default=True, help="serve Prometheus metrics")
+    a(
+        "--metrics-address",
+        default=None,
+        help="address of the metrics endpoint (default: the --http-address)",
+    )
+    a("--metrics-port", type=int, default=8002, help="port of the metrics endpoint")
+    a("--metrics-interval-ms", type=int, default=2000, help="how often metrics are updated")
+    a(
+        "--model-control-mode",
+        choices=("none", "poll", "explicit"),
+        default="none",
+        help="none: load every model at start; poll: also reload what changes; explicit: "
+        "load and unload on request",
+    )
+    a(
+        "--load-model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="explicit mode: a model to load at start ('*': all; repeatable)",
+    )
+    a(
+        "--repository-poll-secs",
+        type=float,
+        default=15.0,
+        help="poll mode: seconds between repository polls",
+    )
+    a("--strict-readiness", type=_bool, default=True, help="ready only when every model is")
+    a("--exit-on-error", type=_bool, default=True, help="exit when a model fails to load at start")
+    a(
+        "--exit-timeout-secs",
+        type=float,
+        default=30.0,
+        help="longest wait for in-flight requests at shutdown",
+    )
+    a("--id", dest="server_id", default="triton", help="server id in the server metadata")
+    a("--log-verbose", type=int, default=0, help="verbose log level (0: off)")
+    a("--log-info", type=_bool, default=True, help="log info messages")
+    a("--log-warning", type=_bool, default=True, help="log warnings")
+    a("--log-error", type=_bool, default=True, help="log errors")
+    a(
+        "--log-format",
+        choices=("default", "ISO8601"),
+        default="default",
+        help="time stamp format of log lines",
+    )
+    a("--log-file", default="", help="log to this file (default: stderr)")
+    a(
+        "--http-restricted-api",
+        action="append",
+        default=[],
+        metavar="API[,API...]:HEADER=VALUE",
+        help="APIs answered only with this header (repeatable)",
+    )
+    a(
+        "--http-header-forward-pattern",
+        default=None,
+        metavar="REGEX",
+        help="request headers passed to models as parameters",
+    )
+    a(
+        "--trace-config",
+        action="append",
+        default=[],
+        metavar="[MODE,]KEY=VALUE",
+        help="trace setting (repeatable)",
+    )
+    a(
+        "--backend-config",
+        action="append",
+        default=[],
+        metavar="BACKEND,KEY=VALUE",
+        help="backend setting, e.g. python,isolation=in-process (repeatable)",
+    )
+    a(
+        "--cache-config",
+        action="append",
+        default=[],
+        metavar="CACHE,KEY=VALUE",
+        help="response cache: local,size=BYTES",
+    )
     a("--cache-directory", default=None, help="accepted; the local cache is built in")
-    a("--response-cache-byte-size", type=int, default=None, help="deprecated: local,size=N")
-    a("--disable-auto-complete-config", action="store_true")
-    a("--strict-model-config", type=_bool, default=None)
-    a("--model-load-thread-count", type=int, default=None, help="accepted; loads are concurrent")
-    a("--python-isolation", choices=ISOLATIONS, default=None,
-      help="where Python model instances run: 'process' (default: one worker process per "
-      "instance) or 'in-process' (inside the server: pdb, breakpoints, coverage)")  # fmt: skip
-    a("--http-busy-wait-us", type=int, default=300,
-      help="after answering a client that sends requests back to back, poll this many "
-      "microseconds for its next request before sleeping (0: never; saves a core's "
-      "wake-up per request, costs that much CPU)")  # fmt: skip
-    a("--http-server", choices=HTTP_SERVERS, default="native",
-      help="what serves HTTP: 'native' (default: this package's HTTP/1.1 server on "
-      "httptools) or 'uvicorn' (stock uvicorn running the same ASGI application)")  # fmt: skip
-    return p
+    a(
+        "--response-cache-byte-size",
+        type=int,
+        default=None,
+        help="deprecated form of --cache-config local,size=N",
+    )
+    a(
+        "--disable-auto-complete-config",
+        action="store_true",
+        help="do not let backends complete model configurations",
+    )
+    a(
+        "--strict-model-config",
+        type=_bool,
+        default=None,
+        help="true: the same as --disable-auto-complete-config",
+    )
+    a(
+        "--model-load-thread-count",
+        type=int,
+        default=None,
+        help="accepted; models load concurrently",
+    )
+    a(
+        "--python-isolation",
+        choices=ISOLATIONS,
+        default=None,
+        help="where Python model instances run: process (a worker process each) or "
+        "in-process (pdb, breakpoints, coverage) (default: as --backend-config or "
+        "TRITONHTTP_PYTHON_ISOLATION say, else process)",
+    )
+    a(
+        "--http-busy-wait-us",
+        type=int,
+        default=300,
+        help="µs to poll for the next request of a client sending back to back (0: never)",
+    )
+    a(
+        "--http-server",
+        choices=HTTP_SERVERS,
+        default="native",
+        help="native (this package's HTTP/1.1 server) or uvicorn (the same application)",
+    )
+    return p  # fmt: skip
 
 
 def _cache_size(specs: list[str], legacy_size: int | None) -> int | None:
@@ -187,6 +334,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
     """Parse tritonserver-style flags; raises OptionsError for what is not supported."""
     argv = list(argv) if argv is not None else None
     _refuse_unsupported(argv or [])
+    argv, grpc_flags = _drop_grpc_flags(argv)
     parser = _parser()
 
     def fail(message: str) -> NoReturn:
@@ -201,6 +349,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
     if not ns.model_repository:
         raise OptionsError("--model-repository is required")
     opts = _plain_options(ns)
+    opts.ignored_grpc_flags = grpc_flags
     for repo in opts.model_repositories:
         if not repo.is_dir():
             raise OptionsError(f"failed to stat file {repo}: the model repository does not exist")
@@ -231,6 +380,26 @@ def _refuse_unsupported(argv: list[str]) -> None:
             name = arg[2:].split("=", 1)[0]
             if name in _UNSUPPORTED:
                 raise OptionsError(f"--{name} is not supported: {_UNSUPPORTED[name]}")
+
+
+def _drop_grpc_flags(argv: list[str] | None) -> tuple[list[str] | None, list[str]]:
+    """``argv`` without tritonserver's gRPC flags and their values, and the flags."""
+    if argv is None:
+        return None, []
+    kept: list[str] = []
+    dropped: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, _ = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+        if name in GRPC_FLAGS:
+            dropped.append(f"--{name}")
+            # (every gRPC flag takes a value: --grpc-port=8001 or --grpc-port 8001)
+            i += 1 if eq or i + 1 >= len(argv) or argv[i + 1].startswith("--") else 2
+            continue
+        kept.append(arg)
+        i += 1
+    return kept, dropped
 
 
 def _plain_options(ns: argparse.Namespace) -> ServerOptions:
