@@ -250,3 +250,18 @@ def test_ensemble_steps_are_children(model_repo: Any, tmp_path: Path) -> None:
     assert [(o["model_name"], o.get("request_id")) for o in steps] == [
         ("post", "e1"), ("pre", "e1"), ("post", None), ("pre", None)
     ]  # fmt: skip
+
+
+def _generate_traffic(url: str) -> None:
+    doc = {"id": "g1", "INPUT0": [1.0, 2.0, 3.0, 4.0], "INPUT1": [1.0, 1.0, 1.0, 1.0]}
+    _post(url, "/v2/models/add_sub/generate", doc)
+
+
+def test_generate_requests(model_repo: Any, tmp_path: Path) -> None:
+    """/generate is traced too (Triton writes 0 for its HTTP_SEND timestamps; ours are
+    the moments the answer was sent)."""
+    args = ("--trace-config=level=TIMESTAMPS", "--trace-config=rate=1")
+    (_, real), (_, ours) = _pair(model_repo, tmp_path, *args, drive=_generate_traffic)
+    assert structure(ours["-"]) == structure(real["-"])
+    assert check_order(ours["-"]) == []
+    assert structure(ours["-"])[0]["model"] == ("add_sub", 1, "g1")

@@ -13,6 +13,7 @@ from ..core._core import ServerCore
 from ..core._errors import Code, CoreError
 from ..core._model import ModelVersion
 from ..core._repository import parse_version
+from ..core._trace import Trace, trace_queued
 from ..core._types import InferRequest, InferResponse, InputTensor, OutputTensor
 from ..support import _json
 from ._answer import json_values
@@ -104,29 +105,50 @@ async def handle_generate(
     """Answer a request to ``/generate`` or (``stream``) ``/generate_stream`` of model
     ``name`` (of its ``version``, where given): its errors as JSON, else the model's
     responses."""
+    trace: Trace | None = None
     try:
         if version:
             parse_version(version)
         model = core.repository.get(name, version)
+        if core.tracer.active and not model.decoupled:
+            trace = core.tracer.sample(name, model.version)
+            if trace is not None:
+                trace.stamp("HTTP_RECV_START", trace.start_ns)
         for k, v in scope["headers"]:
             if k == b"content-encoding" and v != b"identity":
                 raise CoreError("Unsupported content-encoding, only 'identity' is supported.")
         doc = _parse_keeping_names(await read_body(receive))
         req = _build_request(model, doc)
+        if trace is not None:
+            trace.stamp("HTTP_RECV_END")
+            req.trace = trace
+            trace.request_id = req.id
         model.admit(req)
     except CoreError as e:
         await send_error(send, e)
+        if trace is not None:
+            trace.end()
         return
     if model.decoupled:
         await _send_decoupled(model, req, receive, send, stream)
         return
-    response = await model.infer(req)
-    status, body = _response_body(response, req, model)
-    await _start(send, stream, 200 if status == 200 else 400)
-    if stream:
-        body = b"data: " + body + b"\n\n"
-    await send({"type": "http.response.body", "body": body, "more_body": True})
-    await send({"type": "http.response.body", "body": b""})
+    try:
+        trace_queued(req)
+        response = await model.infer(req)
+        status, body = _response_body(response, req, model)
+        if trace is not None:
+            trace.stamp("INFER_RESPONSE_COMPLETE")
+            trace.stamp("REQUEST_END")
+            trace.stamp("HTTP_SEND_START")
+        await _start(send, stream, 200 if status == 200 else 400)
+        if stream:
+            body = b"data: " + body + b"\n\n"
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+    finally:
+        if trace is not None:
+            trace.stamp("HTTP_SEND_END")
+            trace.end()
 
 
 #: a model's inputs by name: the shape its configuration declares (with the batch
