@@ -5,6 +5,7 @@ exporter)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -282,3 +283,16 @@ def test_bsp_settings_reach_the_processor() -> None:
     batch = processor._batch_processor
     assert (batch._max_queue_size, batch._max_export_batch_size) == (9, 3)
     tracer.close()
+
+
+def test_without_the_sdk_opentelemetry_mode_traces_nothing(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "tritonhttp.server.core._otel", None)
+    settings = TraceSettings.from_config(
+        {"": {"mode": "opentelemetry", "level": "TIMESTAMPS", "rate": "1"}}
+    )
+    tracer = Tracer(settings)
+    assert not tracer.active
+    assert tracer.sample("m", 1) is None
+    assert "tritonhttp[otel]" in caplog.text

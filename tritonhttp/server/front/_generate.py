@@ -117,6 +117,8 @@ async def handle_generate(
         for k, v in scope["headers"]:
             if k == b"content-encoding" and v != b"identity":
                 raise CoreError("Unsupported content-encoding, only 'identity' is supported.")
+            if k == b"traceparent" and trace is not None:
+                trace.context = v.decode("latin-1")
         doc = _parse_keeping_names(await read_body(receive))
         req = _build_request(model, doc)
         if trace is not None:
