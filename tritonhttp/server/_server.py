@@ -7,6 +7,7 @@ import contextlib
 import errno
 import gc
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -210,13 +211,30 @@ class Server:
         gc.freeze()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, self._stop.set)
+                loop.add_signal_handler(sig, self._on_signal, sig)
         try:
             await self._stop.wait()
         finally:
             log.info("Waiting for in-flight requests to complete.")
             await self.stop()
             log.info("All models are stopped, unloading models")
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        """The first SIGINT/SIGTERM starts a clean stop and says what it waits for; a
+        second one ends the process at once."""
+        assert self._stop is not None
+        if self._stop.is_set():
+            log.warning("%s again: stopping now, without waiting", sig.name)
+            logging.shutdown()
+            os._exit(128 + int(sig))
+        n = self.http.in_flight
+        timeout = self.options.exit_timeout_secs
+        again = "Ctrl-C" if sig == signal.SIGINT else sig.name
+        log.info(
+            "%s: waiting for %d in-flight request%s, up to %g s; %s again to stop now",
+            sig.name, n, "" if n == 1 else "s", timeout, again,
+        )  # fmt: skip
+        self._stop.set()
 
 
 #: the most open files the server asks for (connections, shared-memory regions, workers)
@@ -261,6 +279,9 @@ def run(options: ServerOptions) -> int:
         options.log_verbose, options.log_info, options.log_warning, options.log_error,
         options.log_format, options.log_file,
     )  # fmt: skip
+    warning = options.grpc_warning()
+    if warning:
+        log.warning("%s", warning)
     try:
         server = Server(options)
     except StartupError as e:
