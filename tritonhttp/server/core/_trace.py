@@ -224,28 +224,29 @@ class Trace:
         return [*reversed(self.children), self]
 
     def records(self) -> list[str]:
-        """This trace's objects of Triton's trace file, in Triton's order."""
+        """This trace's objects of Triton's trace file, in Triton's order (the model info
+        right before ``REQUEST_START``, written only with it)."""
         head = f'{{"id":{self.id},'
         out: list[tuple[int, str]] = []
         for name, ns in self.stamps:
-            out.append(
-                (_RANK.get(name, 99), f'{head}"timestamps":[{{"name":"{name}","ns":{ns}}}]}}')
-            )
+            rank = _RANK.get(name, 99)
+            if name == "REQUEST_START":
+                out.append((rank, self._info(head)))
+            out.append((rank, f'{head}"timestamps":[{{"name":"{name}","ns":{ns}}}]}}'))
         for activity, name, datatype, shape, data in self.tensors:
             text = format_tensor(name, datatype, shape, data)
             out.append((_RANK[activity], f'{head}"activity":"{activity}","tensor":{text}}}'))
-        out.sort(key=lambda item: item[0])
-        texts = [text for _, text in out]
-        if any(name == "REQUEST_START" for name, _ in self.stamps):
-            name = _quote(self.model_name)
-            info = f'{head}"model_name":{name},"model_version":{self.model_version}'
-            if self.request_id:
-                info += f',"request_id":{_quote(self.request_id)}'
-            if self.parent is not None:
-                info += f',"parent_id":{self.parent.id}'
-            at = next(i for i, t in enumerate(texts) if '"REQUEST_START"' in t)
-            texts.insert(at, info + "}")
-        return texts
+        out.sort(key=lambda item: item[0])  # (stable: the info stays first of its rank)
+        return [text for _, text in out]
+
+    def _info(self, head: str) -> str:
+        name = _quote(self.model_name)
+        info = f'{head}"model_name":{name},"model_version":{self.model_version}'
+        if self.request_id:
+            info += f',"request_id":{_quote(self.request_id)}'
+        if self.parent is not None:
+            info += f',"parent_id":{self.parent.id}'
+        return info + "}"
 
 
 def _quote(text: str) -> str:
