@@ -5,10 +5,11 @@ facts (``tritonhttp.server.support._platform.system()``) say that platform; for
 ``win32`` first takes away what Windows lacks (``fcntl``, ``_posixshmem``,
 ``resource``, ``uvloop``; ``socket.AF_UNIX``, ``send_fds``, ``MSG_DONTWAIT``;
 ``os.fork``, ``os.sched_yield``; ``select.poll``; ``signal.SIGKILL``...). Then imports
-the client, the CLI and the server, starts the server with its default options (worker
-processes asked for), asks ``add_sub`` for an inference with the client and prints one
-JSON line: the answer, the server's log lines and the pids of the worker processes
-that ran meanwhile (children of this process running ``_worker_boot.py``).
+the client, the CLI, the pytest plugin and the server, starts the server with its
+default options (worker processes asked for), asks ``add_sub`` for an inference with the
+client and prints one JSON line: the answer, the server's log lines and the pids of the
+worker processes that ran meanwhile (children of this process running
+``_worker_boot.py``).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ import numpy as np  # noqa: E402
 import tritonhttp_cli.main  # noqa: E402, F401
 
 import tritonhttp  # noqa: E402
+import tritonhttp.testing.pytest_plugin  # noqa: E402
 from tritonhttp.server._options import parse_args  # noqa: E402
 from tritonhttp.server._server import Server  # noqa: E402
 

@@ -114,24 +114,28 @@ def die_with_parent(parent: int, platform: str | None = None) -> None:
     whatever way the parent ends.
 
     Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (the kernel does it when the thread that
-    started this process ends). Elsewhere: a daemon thread that checks every
-    :data:`WATCH_INTERVAL_S` whether ``os.getppid()`` is still ``parent`` (an orphan is
-    given another parent) and calls ``os._exit`` once it is not. ``parent`` 0: the
-    current parent. Either way, a parent already gone ends this process now."""
+    started this process ends). Elsewhere, or should that call fail: a daemon thread
+    that checks every :data:`WATCH_INTERVAL_S` whether ``os.getppid()`` is still
+    ``parent`` (an orphan is given another parent) and calls ``os._exit`` once it is
+    not. ``parent`` 0: the current parent. Either way, a parent already gone ends this
+    process now."""
     parent = parent or os.getppid()
-    if parent_death_signal(platform):
-        try:
-            import ctypes
-
-            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, KILL_SIGNAL)
-        except (OSError, AttributeError):
-            pass
-    else:
+    if not (parent_death_signal(platform) and _set_pdeathsig()):
         threading.Thread(
             target=_watch_parent, args=(parent,), name="parent-watchdog", daemon=True
         ).start()
     if os.getppid() != parent:  # (it ended before either took effect)
         os._exit(0)
+
+
+def _set_pdeathsig() -> bool:
+    """``prctl(PR_SET_PDEATHSIG, SIGKILL)``; False where the call is unavailable."""
+    try:
+        import ctypes
+
+        return int(ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, KILL_SIGNAL)) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def _watch_parent(parent: int) -> None:
