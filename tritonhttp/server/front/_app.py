@@ -187,6 +187,8 @@ class HttpFrontend:
         forward_pattern: str | None = None,
     ) -> None:
         self.core = core
+        #: request tracing (its ``active`` flag is the one check an untraced request pays)
+        self.tracer = core.tracer
         self.restricted = {
             k: (h.lower().encode(), v.encode()) for k, (h, v) in (restricted or {}).items()
         }
@@ -556,7 +558,7 @@ class HttpFrontend:
                 TEXT,
             )
             return
-        tracer = self.core.tracer
+        tracer = self.tracer
         if tracer.active:
             trace = tracer.sample(name, model.version)
             if trace is not None:
