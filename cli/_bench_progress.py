@@ -17,7 +17,8 @@ Report = Callable[[float, int], None]
 
 
 class _Lines:
-    """Writes ``bench: NAME: S s, N requests, R/s`` every ``interval`` seconds."""
+    """Writes ``bench: NAME: S s, N requests, R/s, P% done`` every ``interval`` seconds
+    (P: of the windows tried at most, or of the requests or seconds asked for)."""
 
     def __init__(self, name: str, interval: float) -> None:
         self._name = name
@@ -33,7 +34,7 @@ class _Lines:
         elapsed = now - self._started
         print(
             f"bench: {self._name}: {elapsed:.0f} s, {completed} requests, "
-            f"{completed / elapsed:.1f}/s, {done * 100:.0f}% of the level's windows",
+            f"{completed / elapsed:.1f}/s, {done * 100:.0f}% done",
             file=sys.stderr,
             flush=True,
         )

@@ -225,7 +225,13 @@ def _drive(
     return records, end - begin
 
 
-def _level(stream: _Stream, load: str, level: float, options: dict[str, Any]) -> Any:
+def _level(
+    stream: _Stream,
+    load: str,
+    level: float,
+    options: dict[str, Any],
+    report: Callable[[float, int], None],
+) -> Any:
     """Run one level: (the measured records, the measured span in seconds). The first
     ``--warmup-request-count`` requests, and with ``-d`` those sent in the first
     ``--warmup`` seconds, are not measured."""
@@ -240,9 +246,12 @@ def _level(stream: _Stream, load: str, level: float, options: dict[str, Any]) ->
     deadline = measured_from + (options["duration"] or 0.0)
 
     def done(records: list[StreamRecord]) -> bool:
+        now = time.perf_counter()
         if count is not None:
+            report(len(records) / (warm + count), len(records))
             return len(records) >= warm + count
-        return time.perf_counter() >= deadline
+        report((now - begin) / max(deadline - begin, 1e-9), len(records))
+        return now >= deadline
 
     concurrency = int(level) if load == "concurrency" else None
     schedule = None
@@ -295,6 +304,7 @@ def _setup(settings: Settings, client: Any, model: str, options: dict[str, Any])
 
 def run_streaming(settings: Settings, model: str, options: dict[str, Any]) -> None:
     """The whole ``--streaming`` run: every level, then the outputs."""
+    from ._bench_progress import progress_bar
     from ._bench_prompts import parse_goodput
     from ._bench_run import _plan
 
@@ -307,9 +317,11 @@ def run_streaming(settings: Settings, model: str, options: dict[str, Any]) -> No
         first = stream.one()
         if first.error is not None:
             raise CliError(first.error)
-        for level in plan.levels:
-            records, span = _level(stream, plan.load, level, options)
-            results.append((level, records, compute_metrics(records, span, goodput)))
+        with progress_bar(settings, options["progress_interval"]) as start:
+            for level in plan.levels:
+                name = f"concurrency {int(level)}" if plan.load == "concurrency" else f"{level:g}/s"
+                records, span = _level(stream, plan.load, level, options, start(name))
+                results.append((level, records, compute_metrics(records, span, goodput)))
     from ._bench_stream_report import write_stream_outputs
 
     write_stream_outputs(settings, model, plan.load, results, options)

@@ -252,3 +252,22 @@ def test_variable_shapes_batches_and_bad_files(bench: Callable[..., Run], tmp_pa
     rejected = bench("shaped", "--input-data", bad, "-n", "1")
     assert rejected.code == 2
     assert "bad.json step 0 'IN': 3 values, shape [2, 2] needs 4" in rejected.stderr
+
+
+def test_streaming_progress_and_sequence_id_errors(bench: Callable[..., Run]) -> None:
+    done = bench(
+        "timed_stream",
+        "--streaming",
+        "-n",
+        "6",
+        "--extra-inputs",
+        "first_ms:100",
+        "--progress-interval",
+        "0.2",
+    )
+    assert done.code == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("bench: ")]
+    assert len(lines) >= 2 and "% done" in lines[-1]
+    for bad in ("0", "9:3", "a:b"):
+        wrong = bench("seq_accumulate", "--sequence-id-range", bad, "-n", "1")
+        assert wrong.code == 2 and "--sequence-id-range" in wrong.stderr
