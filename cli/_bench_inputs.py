@@ -64,6 +64,7 @@ class InputOptions:
     string_data: str | None = None
     batch_size: int = 1
     given: dict[str, Any] = field(default_factory=dict)  # --input NAME=VALUE arrays
+    optional: frozenset[str] = frozenset()  # inputs the configuration marks optional
 
 
 def parse_shape_option(values: tuple[str, ...]) -> dict[str, list[int]]:
@@ -248,14 +249,16 @@ def _json_step(
     specs: dict[str, TensorSpec],
     dims: dict[str, list[int] | None],
     where: str,
-    required: bool,
+    required: frozenset[str] | None,
 ) -> dict[str, Any]:
+    """The tensors of one step; a name missing from it is an error unless ``required``
+    is None (validation data) or the name is not in it (optional inputs)."""
     if not isinstance(entry, dict):
         raise InputError(f"{where}: a step must be an object mapping tensor names to values")
     tensors: dict[str, Any] = {}
     for name, spec in specs.items():
         if name not in entry:
-            if required:
+            if required is not None and name in required:
                 raise InputError(f"{where}: no value for input '{name}'")
             continue
         tensors[name] = _json_tensor(entry[name], spec, dims[name], f"{where} '{name}'")
@@ -305,11 +308,10 @@ def _read_json_file(path: Path, ctx: _Context) -> tuple[list[list[Step]], bool]:
         steps = []
         for j, entry in enumerate(stream):
             where = f"{path.name} " + (f"stream {i} step {j}" if as_streams else f"step {j}")
-            arrays = _json_step(entry, ctx.io.inputs, ctx.dims, where, required=True)
+            needed = frozenset(ctx.io.inputs) - ctx.options.optional
+            arrays = _json_step(entry, ctx.io.inputs, ctx.dims, where, needed)
             check = (
-                _json_step(
-                    expected[i][j], ctx.io.outputs, ctx.dims, where + " validation", required=False
-                )
+                _json_step(expected[i][j], ctx.io.outputs, ctx.dims, where + " validation", None)
                 if expected[i][j]
                 else {}
             )
@@ -349,6 +351,8 @@ def _read_directory(path: Path, ctx: _Context) -> list[Step]:
     arrays = {}
     for name, spec in ctx.io.inputs.items():
         file = path / name
+        if not file.is_file() and name in ctx.options.optional:
+            continue
         if not file.is_file():
             raise InputError(f"--input-data {path}: no file for input '{name}' ({file})")
         arrays[name] = _raw_tensor(file, spec, ctx.dims[name], "input")

@@ -144,7 +144,7 @@ def server_stats(
     return read
 
 
-def _input_options(options: dict[str, Any], io: ModelIO) -> Any:
+def _input_options(options: dict[str, Any], io: ModelIO, config: dict[str, Any]) -> Any:
     from ._bench_inputs import InputOptions, parse_shape_option
     from ._infer import build_inputs, parse_input_args
 
@@ -156,6 +156,7 @@ def _input_options(options: dict[str, Any], io: ModelIO) -> Any:
         string_data=options["string_data"],
         batch_size=options["batch_size"],
         given=build_inputs(io, args),
+        optional=frozenset(i["name"] for i in config.get("input", []) if i.get("optional")),
     )
 
 
@@ -182,7 +183,7 @@ def _target(
     version = options["model_version"]
     io = fetch_model_io(client, settings, model, version)
     config = client.get_model_config(model, version, headers=settings.request_headers)
-    data = load_data(io, _input_options(options, io))
+    data = load_data(io, _input_options(options, io, config))
     sequences = None
     if sequence_model(config):
         start, end = parse_id_range(options["sequence_id_range"])

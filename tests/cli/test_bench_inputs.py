@@ -230,3 +230,17 @@ def test_shape_option_forms() -> None:
     for bad in ("IN", "IN:a", "IN:-1", ":3"):
         with pytest.raises(BadParameter):
             parse_shape_option((bad,))
+
+
+def test_optional_inputs_may_be_left_out(tmp_path: Path) -> None:
+    """An input the configuration marks optional may be missing from a step (or from a
+    raw directory); the others may not."""
+    document = {"data": [{"INPUT0": [1] * 16}]}
+    (step,) = load(PAIR, write(tmp_path, document), optional=frozenset({"INPUT1"})).steps
+    assert list(step.arrays) == ["INPUT0"]
+    assert "no value for input 'INPUT1'" in rejected(PAIR, tmp_path, document)
+    directory = tmp_path / "raw"
+    directory.mkdir()
+    (directory / "INPUT0").write_bytes(np.ones(16, dtype="<i4").tobytes())
+    (raw,) = load(PAIR, str(directory), optional=frozenset({"INPUT1"})).steps
+    assert list(raw.arrays) == ["INPUT0"]
