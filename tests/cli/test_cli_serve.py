@@ -163,6 +163,7 @@ def test_sigint_says_what_it_waits_for_and_a_second_stops_at_once() -> None:
             with contextlib.suppress(Exception), tritonhttp.InferenceServerClient(url) as c:
                 c.infer("slow_model", [delay])
 
+        sent = time.monotonic()
         threading.Thread(target=slow, daemon=True).start()
         time.sleep(1.5)  # the request is in execute by then (the server is otherwise idle)
         server.send_signal(signal.SIGINT)
@@ -174,10 +175,9 @@ def test_sigint_says_what_it_waits_for_and_a_second_stops_at_once() -> None:
                 "SIGINT: waiting for 1 in-flight request, up to 30 s; Ctrl-C again to stop now"
             )
         ), lines
-        start = time.monotonic()
         server.send_signal(signal.SIGINT)
         code = server.wait(timeout=15)
-        assert time.monotonic() - start < 10  # well before the 20 s request ends
+        assert time.monotonic() - sent < 20  # before the 20 s request could have ended
         assert code == 128 + signal.SIGINT
     finally:
         if server.poll() is None:
