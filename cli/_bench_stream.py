@@ -232,7 +232,8 @@ def _level(
     options: dict[str, Any],
     report: Callable[[float, int], None],
 ) -> Any:
-    """Run one level: (the measured records, the measured span in seconds). The first
+    """Run one level: (the measured records, the measured span in seconds, the client's
+    CPU per request and busy share). The first
     ``--warmup-request-count`` requests, and with ``-d`` those sent in the first
     ``--warmup`` seconds, are not measured."""
     from ._bench_load import Schedule
@@ -257,13 +258,19 @@ def _level(
     schedule = None
     if concurrency is None:
         schedule = Schedule(options["request_distribution"], level, begin)
-    records, _ = _drive(stream, concurrency, schedule, options["max_threads"], done)
+    cpu = time.process_time()
+    records, wall = _drive(stream, concurrency, schedule, options["max_threads"], done)
+    cpu = time.process_time() - cpu
+    client = {
+        "client_cpu_per_request": {"unit": "us", "avg": cpu / max(len(records), 1) * 1e6},
+        "client_busy": {"unit": "%", "avg": cpu / wall * 100 if wall > 0 else float("nan")},
+    }
     measured = [r for r in records[warm:] if r.start >= measured_from]
     if count is not None:
         measured = measured[:count]
     if not measured:
-        return measured, 0.0
-    return measured, max(r.end for r in measured) - min(r.start for r in measured)
+        return measured, 0.0, client
+    return measured, max(r.end for r in measured) - min(r.start for r in measured), client
 
 
 def _setup(settings: Settings, client: Any, model: str, options: dict[str, Any]) -> _Stream:
@@ -320,8 +327,11 @@ def run_streaming(settings: Settings, model: str, options: dict[str, Any]) -> No
         with progress_bar(settings, options["progress_interval"]) as start:
             for level in plan.levels:
                 name = f"concurrency {int(level)}" if plan.load == "concurrency" else f"{level:g}/s"
-                records, span = _level(stream, plan.load, level, options, start(name))
-                results.append((level, records, compute_metrics(records, span, goodput)))
+                records, span, client = _level(stream, plan.load, level, options, start(name))
+                metrics = compute_metrics(records, span, goodput)
+                if options["verbose"]:  # the client's own cost: is it the limit?
+                    metrics.update(client)
+                results.append((level, records, metrics))
     from ._bench_stream_report import write_stream_outputs
 
     write_stream_outputs(settings, model, plan.load, results, options)

@@ -68,7 +68,14 @@ def stream_table(title: str, metrics: dict[str, dict[str, Any]], width: int) -> 
 
 def _summary_lines(metrics: dict[str, dict[str, Any]]) -> list[str]:
     lines = []
-    for name in ("output_token_throughput", "request_throughput", "request_goodput"):
+    names = (
+        "output_token_throughput",
+        "request_throughput",
+        "request_goodput",
+        "client_cpu_per_request",
+        "client_busy",
+    )
+    for name in names:
         if name in metrics:
             value = metrics[name]
             lines.append(f"{name}: {_number(value['avg'])} {value['unit']}")

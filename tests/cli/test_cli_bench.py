@@ -545,10 +545,14 @@ def test_streaming_one_piece_models_and_stream_options(invoke: Invoke) -> None:
         "0.1",
         "--synthetic-input-tokens-mean",
         "3",
+        "-v",
         "--json",
     )
     (level,) = levels_of(timed.output)
     assert timed.exit_code == 0 and level["requests"] >= 1 and level["errors"] == 0
+    # -v: the client's own CPU per request, and its busy share of the run.
+    assert level["metrics"]["client_cpu_per_request"]["avg"] > 0
+    assert level["metrics"]["client_busy"]["unit"] == "%"
 
 
 def test_steps_round_robin_with_validation(run_cli: RunCli, tmp_path: Path) -> None:
