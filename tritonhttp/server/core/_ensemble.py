@@ -431,46 +431,63 @@ class EnsembleVersion(ModelVersion):
     async def _branch(
         self, run: _Run, tensors: dict[str, InputTensor], done: frozenset[int]
     ) -> None:
-        """Run every step whose inputs are set, round after round, until none is left;
-        then answer with this branch's tensors. A decoupled step runs alone in its round
-        and continues the branch once per response."""
-        while run.error is None:
-            if run.req.cancelled:
-                run.error = CoreError("Request was cancelled", Code.CANCELLED)
-                return
-            ready = [
-                i
-                for i in sorted(run.live - done)
-                if all(t in tensors or t in run.absent for t in self.steps[i].inputs.values())
-            ]
-            if not ready:
-                break
-            models = [self._model(run, i) for i in ready]
-            if run.error is not None:
-                return
-            streaming = [i for i, m in zip(ready, models, strict=True) if m and m.decoupled]
-            if streaming:
-                i = streaming[0]
-                await self._fan_out(run, tensors, done | {i}, i)
-                return
-            results = await asyncio.gather(
-                *(self._call(run, i, m, tensors) for i, m in zip(ready, models, strict=True)),
-                return_exceptions=True,
-            )
-            for result in results:
-                if isinstance(result, _StepFailed):
-                    if run.error is None:
-                        run.error = CoreError(
-                            f"in ensemble '{self.name}', {result.error.message}",
-                            result.error.code,
-                        )
-                elif isinstance(result, BaseException):
-                    raise result
-                else:
-                    tensors = {**tensors, **result}
-            done = done | set(ready)
+        """Start every step as soon as the tensors it reads are set, until none is left;
+        then answer with this branch's tensors. A decoupled step starts once the steps
+        running have finished, and continues the branch once per response."""
+        running: dict[asyncio.Future[dict[str, InputTensor]], int] = {}
+        started = set(done)
+        try:
+            while run.error is None:
+                if run.req.cancelled:
+                    run.error = CoreError("Request was cancelled", Code.CANCELLED)
+                    break
+                ready = [
+                    i
+                    for i in sorted(run.live - started)
+                    if all(t in tensors or t in run.absent for t in self.steps[i].inputs.values())
+                ]
+                streaming: list[tuple[int, ModelVersion]] = []
+                for i in ready:
+                    mv = self._model(run, i)
+                    if mv is None:
+                        break
+                    if mv.decoupled:
+                        streaming.append((i, mv))  # (once the steps running now are done)
+                        continue
+                    running[asyncio.ensure_future(self._call(run, i, mv, tensors))] = i
+                    started.add(i)
+                if run.error is not None:
+                    break
+                if not running:
+                    if streaming:
+                        i, mv = streaming[0]
+                        await self._fan_out(run, tensors, frozenset(started | {i}), i, mv)
+                        return
+                    break
+                finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in finished:
+                    del running[task]
+                    tensors = {**tensors, **self._result(run, task)}
+        finally:
+            if running:
+                await asyncio.wait(running)
         if run.error is None:
             self._answer(run, tensors)
+
+    def _result(
+        self, run: _Run, task: asyncio.Future[dict[str, InputTensor]]
+    ) -> dict[str, InputTensor]:
+        """A finished step's outputs; a failed step's error becomes the ensemble's."""
+        error = task.exception()
+        if error is None:
+            return task.result()
+        if not isinstance(error, _StepFailed):
+            raise error
+        if run.error is None:
+            run.error = CoreError(
+                f"in ensemble '{self.name}', {error.error.message}", error.error.code
+            )
+        return {}
 
     def _model(self, run: _Run, i: int) -> ModelVersion | None:
         step = self.steps[i]
@@ -501,10 +518,9 @@ class EnsembleVersion(ModelVersion):
         }
 
     async def _call(
-        self, run: _Run, i: int, mv: ModelVersion | None, tensors: dict[str, InputTensor]
+        self, run: _Run, i: int, mv: ModelVersion, tensors: dict[str, InputTensor]
     ) -> dict[str, InputTensor]:
         """One request to a (non-decoupled) step; its outputs as ensemble tensors."""
-        assert mv is not None
         sreq = step_request(run.req, self._inputs(i, tensors))
         trace_child(run.req, sreq, mv.name, mv.version)
         try:
@@ -516,6 +532,8 @@ class EnsembleVersion(ModelVersion):
         run.active.append(pair)
         try:
             response = await mv.infer(sreq)
+        except CoreError as e:  # (refused by the step's scheduler)
+            raise _StepFailed(e) from None
         finally:
             run.active.remove(pair)
             trace_end(sreq)
@@ -529,12 +547,11 @@ class EnsembleVersion(ModelVersion):
         tensors: dict[str, InputTensor],
         done: frozenset[int],
         i: int,
+        mv: ModelVersion,
     ) -> None:
         """A decoupled step: each of its responses continues the branch."""
         from ._bridge import decoupled_responses  # (the bridge imports the repository)
 
-        mv = self._lookup(self.steps[i].model, self.steps[i].version)
-        assert mv is not None
         sreq = step_request(run.req, self._inputs(i, tensors))
         trace_child(run.req, sreq, mv.name, mv.version)
         try:
