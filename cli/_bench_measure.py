@@ -226,8 +226,9 @@ def _one_window(
             if now - start >= span:
                 break
         time.sleep(0.002 if count is not None else 0.02)
+    last = len(load.records)  # the window's requests: those finished by its end
     end, cpu_end = time.perf_counter(), time.process_time()
-    records = load.records[mark:]
+    records = load.records[mark:last]
     if options.fixed_requests is not None:
         records = records[: options.fixed_requests]
         if records:
