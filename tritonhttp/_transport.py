@@ -9,6 +9,9 @@ by httptools, and the body received straight into its final buffer with ``recv_i
 * One retry on a fresh connection, only when a reused connection failed before any byte
   of the answer arrived and the request cannot have been processed: the request is
   idempotent (GET) or was not completely sent.
+* On Linux the network timeout of a plain TCP socket is kept by the kernel, so that a
+  request is three system calls (the idle check, ``sendmsg``, ``recv_into``).
+* A request may carry a :class:`Cancel`: another thread can then stop it at once.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import queue
 import select
 import socket
 import ssl
+import struct
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -71,6 +76,38 @@ def make_ssl_context(
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
+
+
+_KERNEL_TIMEOUTS = hasattr(socket, "SO_RCVTIMEO") and sys.platform == "linux"
+
+
+def _set_network_timeout(sock: socket.socket, timeout: float | None) -> None:
+    """Limit each send and receive on a plain TCP socket to ``timeout`` seconds.
+
+    On Linux the kernel keeps the limit (``SO_RCVTIMEO``/``SO_SNDTIMEO`` on a blocking
+    socket: a call that runs out fails with ``EAGAIN``, turned into ``TimeoutError`` by
+    :func:`_timed_out`), so a send or receive is one system call; a Python-level socket
+    timeout would add a ``poll`` before each. Elsewhere, and for TLS, the socket's own
+    timeout is used.
+    """
+    if not _KERNEL_TIMEOUTS or timeout is None or timeout <= 0 or timeout > 1e9:
+        sock.settimeout(timeout)
+        return
+    sock.settimeout(None)
+    seconds = int(timeout)
+    micros = int(round((timeout - seconds) * 1e6))
+    if seconds == 0 and micros == 0:
+        micros = 1
+    value = struct.pack("ll", seconds, micros)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+
+
+def _timed_out(error: OSError) -> OSError:
+    """A kernel send/receive timeout (``EAGAIN`` on a blocking socket) as ``TimeoutError``."""
+    if isinstance(error, BlockingIOError):
+        return TimeoutError("timed out")
+    return error
 
 
 class _Failure(Exception):
@@ -151,7 +188,10 @@ class _Connection:
                 sent_all = True
                 self._receive(reader)
             return reader.response()
-        except (OSError, TransportError) as e:
+        except OSError as e:
+            cause = _timed_out(e)
+            raise _Failure(cause, sent_all, reader.started) from cause
+        except TransportError as e:
             raise _Failure(e, sent_all, reader.started) from e
 
     def start(self, head: bytes, body: Sequence[Buffer], size: int) -> ResponseReader:
@@ -167,7 +207,10 @@ class _Connection:
                 while not reader.head_complete:
                     self.read_once(reader)
             return reader
-        except (OSError, TransportError) as e:
+        except OSError as e:
+            cause = _timed_out(e)
+            raise _Failure(cause, sent_all, reader.started) from cause
+        except TransportError as e:
             raise _Failure(e, sent_all, reader.started) from e
 
     def _send_request(
@@ -438,7 +481,9 @@ class ConnectionPool:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self._ssl_context is not None:
                 sock = self._ssl_context.wrap_socket(sock, server_hostname=self._server_hostname)
-            sock.settimeout(self._network_timeout)
+                sock.settimeout(self._network_timeout)
+            else:
+                _set_network_timeout(sock, self._network_timeout)
         except OSError as e:
             sock.close()
             raise transport_error(e, self._url, connecting=True) from e
@@ -482,7 +527,11 @@ class ResponseStream:
                 return data
             try:
                 self._conn.read_once(reader)
-            except (OSError, TransportError) as e:
+            except OSError as e:
+                self.close()
+                cause = _timed_out(e)
+                raise self._pool._error(cause) from cause
+            except TransportError as e:
                 self.close()
                 raise self._pool._error(e) from e
 

@@ -134,7 +134,7 @@ class ResponseReader:
     )
 
     def __init__(self, stream: bool = False) -> None:
-        self._parser = httptools.HttpResponseParser(self)
+        self._parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
         self._fields: list[tuple[bytes, bytes]] = []
         self._length = -1
         self._chunked = False
@@ -162,7 +162,9 @@ class ResponseReader:
             self._chunked = b"chunked" in value.lower()
 
     def on_headers_complete(self) -> None:
-        status = self._parser.get_status_code()
+        parser = self._parser
+        assert parser is not None  # (only called by it)
+        status = parser.get_status_code()
         if 100 <= status < 200 and status != 101:  # interim response: wait for the real one
             self._fields = []
             self._length = -1
@@ -170,7 +172,7 @@ class ResponseReader:
             return
         self.status = status
         self.head_complete = True
-        self._keep_alive = self._parser.should_keep_alive()
+        self._keep_alive = parser.should_keep_alive()
         if self._pending is not None:
             return
         if self._length >= 0 and not self._chunked:
@@ -196,6 +198,10 @@ class ResponseReader:
     def on_message_complete(self) -> None:
         if self.status:
             self.complete = True
+            # the parser holds this reader's callbacks: dropping it here breaks that
+            # reference cycle, so the reader and its body are freed as soon as they are
+            # no longer used rather than by the cyclic garbage collector
+            self._parser = None
 
     # -- driving -------------------------------------------------------------------------
 
@@ -207,8 +213,11 @@ class ResponseReader:
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Parse bytes received from the network."""
         self._started = True
+        parser = self._parser
+        if parser is None:
+            raise ProtocolError("the server sent data after the end of its response")
         try:
-            self._parser.feed_data(data)
+            parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             raise ProtocolError("the server switched protocols unexpectedly") from None
         except httptools.HttpParserError as e:
