@@ -95,9 +95,11 @@ def _set_network_timeout(sock: socket.socket, timeout: float | None) -> None:
         return
     sock.settimeout(None)
     seconds = int(timeout)
-    micros = int(round((timeout - seconds) * 1e6))
-    if seconds == 0 and micros == 0:
-        micros = 1
+    micros = round((timeout - seconds) * 1e6)
+    if micros >= 1_000_000:
+        seconds, micros = seconds + 1, 0
+    elif seconds == 0 and micros == 0:
+        micros = 1  # (0 would mean no limit)
     value = struct.pack("ll", seconds, micros)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
