@@ -292,7 +292,7 @@ class Load:
         driver.run(self.stopping, self.records, self.rate if self.schedule else None, t0)
 
     def _async(self) -> None:
-        pending: collections.deque[tuple[float, Any] | None] = collections.deque()
+        pending: collections.deque[tuple[float, Any, bool] | None] = collections.deque()
         ready = threading.Semaphore(0)
         room = threading.Semaphore(self.concurrency or self.max_threads)
 
@@ -300,8 +300,10 @@ class Load:
             try:
                 state: dict[str, Any] = {}
                 while not self.stopping.is_set():
+                    due = None
                     if self.schedule is not None:
-                        delay = self.schedule.next() - time.perf_counter()
+                        due = self.schedule.next()
+                        delay = due - time.perf_counter()
                         if delay > 0 and self.stopping.wait(delay):
                             return
                     while not room.acquire(timeout=0.05):
@@ -309,7 +311,8 @@ class Load:
                             return
                     prepared, sequence = self.target.source.next(state)
                     started = time.perf_counter()
-                    pending.append((started, self._submit(prepared, sequence)))
+                    late = due is not None and started - due > 0.001
+                    pending.append((started, self._submit(prepared, sequence), late))
                     ready.release()
             finally:
                 pending.append(None)
@@ -338,7 +341,7 @@ class Load:
         )
 
 
-def _collect(started: float, request: Any) -> Record:
+def _collect(started: float, request: Any, late: bool) -> Record:
     from ._errors import describe
 
     error = None
@@ -346,4 +349,4 @@ def _collect(started: float, request: Any) -> Record:
         request.get_result()
     except Exception as e:
         error = describe(e)
-    return Record(started, time.perf_counter(), error)
+    return Record(started, time.perf_counter(), error, delayed=late)
