@@ -149,7 +149,8 @@ def test_platform_facts_by_name() -> None:
 # ---------------------------------------------------------------- polling fallbacks
 
 
-def test_no_busy_poll_where_poll_or_sched_yield_are_missing() -> None:
+def test_no_busy_poll_where_poll_or_sched_yield_are_missing(platform: str) -> None:
+    assert (NextRequestPoll.for_option(300) is None) == (platform == "win32")
     assert NextRequestPoll.for_option(300, platform="win32") is None
     poll = NextRequestPoll.for_option(300, platform="linux")
     assert poll is not None and poll.window_s == pytest.approx(300e-6)

@@ -33,6 +33,7 @@ __all__ = [
     "LINUX_SHM_PREFIX",
     "SHM_SUFFIX_LEN",
     "SHORT_SHM_PREFIX",
+    "WATCH_INTERVAL_S",
     "can_busy_poll",
     "default_shm_prefix",
     "die_with_parent",
@@ -146,7 +147,7 @@ def _watch_parent(parent: int) -> None:
 
 def can_busy_poll(platform: str | None = None) -> bool:
     """Whether ``select.poll`` and ``os.sched_yield`` are there to poll sockets with."""
-    if platform is not None and _is_windows(platform):
+    if _is_windows(system() if platform is None else platform):
         return False
     return hasattr(select, "poll") and hasattr(os, "sched_yield")
 
