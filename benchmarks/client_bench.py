@@ -15,20 +15,41 @@ time divided by the floor is the best ratio any client could reach.
 
 Usage: ``python benchmarks/client_bench.py [--url HOST:PORT] [--quick]``.
 Prints ``name: ours X, reference Y, ratio R`` lines (ratio > 1: ours is better).
+
+``--runs N`` (N >= 5 for figures) measures instead the client's CPU, as distributions
+over N runs in which the clients take turns (one run of each figure, ours then the
+reference, then the next figure; the machine's load hits both alike):
+
+* ``sequential CPU``   client CPU us/request (``time.process_time``: user + system time
+  of this process) of 2,000 sequential add_sub requests, tritonhttp vs tritonclient.http
+* ``async_infer x16``  req/s of rounds of 16 ``async_infer`` + 16 results (3,200
+  requests for ours, 128 for tritonclient's, whose greenlets are slow), and ours
+  against ``tritonhttp.aio`` x16 in the same run (never below it is the goal)
+* ``aio x16``          req/s and CPU us/request of 3,000 add_sub requests from 16 tasks
+  on one event loop, ``tritonhttp.aio`` vs ``tritonclient.http.aio``
+* ``100k strings CPU`` client CPU ms of one ``identity_bytes`` round trip of 100,000
+  short strings (best of 3 per run)
+
+Each figure prints min / median / max of both sides and of the ratio (> 1: ours
+better).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import tritonclient.http as ref_http
+import tritonclient.http.aio as ref_aio
 
 import tritonhttp
+import tritonhttp.aio as aio
 
 try:
     from _common import line, raw_round_trips, real_triton
@@ -125,11 +146,125 @@ def floor(url: str, model: str, m_inputs: list[Any], n: int) -> tuple[float, flo
     return raw_round_trips(url, f"/v2/models/{model}/infer", headers, [body], n)
 
 
+# -- CPU distributions (--runs) ------------------------------------------------------
+
+
+def sequential_cpu(m: Any, url: str, n: int) -> float:
+    """Client CPU us/request of ``n`` sequential add_sub requests (after a warm-up)."""
+    with m.InferenceServerClient(url) as client:
+        for _ in range(100):
+            add_sub_once(m, client)
+        gc.collect()
+        cpu = time.process_time()
+        for _ in range(n):
+            add_sub_once(m, client)
+        return (time.process_time() - cpu) / n * 1e6
+
+
+async def _aio_x16(m: Any, url: str, n: int) -> tuple[float, float]:
+    """(req/s, CPU us/request) of ``n`` add_sub requests from 16 tasks on one loop."""
+    async with m.InferenceServerClient(url) as client:
+
+        async def worker(count: int) -> None:
+            for _ in range(count):
+                inputs = [
+                    m.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(A),
+                    m.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(B),
+                ]
+                result = await client.infer("add_sub", inputs)
+                result.as_numpy("OUTPUT0")
+                result.as_numpy("OUTPUT1")
+
+        await asyncio.gather(*(worker(10) for _ in range(16)))  # connections, warm-up
+        per_task = n // 16
+        gc.collect()
+        wall, cpu = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(worker(per_task) for _ in range(16)))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        done = per_task * 16
+        return done / wall, cpu / done * 1e6
+
+
+def aio_x16(m: Any, url: str, n: int) -> tuple[float, float]:
+    return asyncio.run(_aio_x16(m, url, n))
+
+
+def strings_cpu(m: Any, url: str, data: np.ndarray[Any, Any], rounds: int) -> float:
+    """Lowest client CPU ms of one round trip of the strings."""
+    with m.InferenceServerClient(url, network_timeout=600) as client:
+        best = float("inf")
+        for _ in range(rounds):
+            gc.collect()
+            cpu = time.process_time()
+            inp = m.InferInput("INPUT0", [data.size], "BYTES").set_data_from_numpy(data)
+            out = client.infer("identity_bytes", [inp]).as_numpy("OUTPUT0")
+            best = min(best, time.process_time() - cpu)
+            assert out.shape == data.shape
+        return best * 1e3
+
+
+def spread(values: list[float]) -> str:
+    return (
+        f"min {min(values):,.2f} / median {statistics.median(values):,.2f} / max {max(values):,.2f}"
+    )
+
+
+def distributions(url: str, runs: int, quick: bool, words: np.ndarray[Any, Any]) -> None:
+    """The CPU figures as distributions over ``runs`` alternating runs (see the docstring)."""
+    n_seq, n_aio = (300, 480) if quick else (2000, 3008)
+    rounds_ours, rounds_ref = (20, 2) if quick else (200, 8)
+    figures: dict[str, list[tuple[float, float]]] = {}
+
+    def record(name: str, ours: float, ref: float) -> None:
+        figures.setdefault(name, []).append((ours, ref))
+
+    for run in range(1, runs + 1):
+        record(
+            "sequential CPU us/request (lower is better)",
+            sequential_cpu(tritonhttp, url, n_seq),
+            sequential_cpu(ref_http, url, n_seq),
+        )
+        ours_async = async16(tritonhttp, url, rounds_ours)
+        ref_async = async16(ref_http, url, rounds_ref)
+        ours_aio, ours_aio_cpu = aio_x16(aio, url, n_aio)
+        ref_aio_rate, ref_aio_cpu = aio_x16(ref_aio, url, n_aio)
+        record("async_infer x16 req/s", ours_async, ref_async)
+        record("async_infer x16 vs tritonhttp.aio x16 req/s", ours_async, ours_aio)
+        record("aio x16 req/s", ours_aio, ref_aio_rate)
+        record("aio x16 CPU us/request (lower is better)", ours_aio_cpu, ref_aio_cpu)
+        record(
+            "100k strings round trip CPU ms (lower is better)",
+            strings_cpu(tritonhttp, url, words, 3),
+            strings_cpu(ref_http, url, words, 3),
+        )
+        print(
+            f"run {run}: "
+            + "; ".join(f"{k}: {v[-1][0]:,.1f} vs {v[-1][1]:,.1f}" for k, v in figures.items()),
+            flush=True,
+        )
+    print(f"\n{runs} alternating runs (ours / reference / ratio, ratio > 1: ours better)")
+    for name, pairs in figures.items():
+        ours = [o for o, _ in pairs]
+        ref = [r for _, r in pairs]
+        lower = "lower is better" in name
+        ratios = [(r / o if lower else o / r) for o, r in pairs]
+        print(f"{name}\n  ours  {spread(ours)}\n  other {spread(ref)}\n  ratio {spread(ratios)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", help="host:port of a running real Triton (default: start one)")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
+    ap.add_argument(
+        "--runs", type=int, default=0, help="CPU distributions over this many runs (>= 5)"
+    )
     args = ap.parse_args()
+    if args.runs:
+        words = np.array([f"w{i}".encode() for i in range(100_000)], dtype=object)
+        with real_triton(args.url) as url:
+            tritonhttp.InferenceServerClient(url).close()
+            distributions(url, args.runs, args.quick, words)
+        return
     n_seq = 300 if args.quick else 2000
     rounds = 1 if args.quick else 5
     big = np.random.default_rng(0).random(64 * 1024 * 1024 // 4, dtype=np.float32)
