@@ -38,8 +38,10 @@ def test_concurrency_sweep(invoke: Invoke, mode: str) -> None:
         assert latency["p95"] <= latency["p99"] <= latency["max"]
         assert level["throughput"]["requests_per_s"] > 0
         assert level["server_us"]["compute_infer"] > 0
-        # The server counted (at least) the requests the client measured.
-        assert level["server_us"]["success_count"] >= 40
+        # The server counted the requests the client measured, give or take those in
+        # flight at the window's start (finished on the server before it, on the client
+        # after it).
+        assert level["server_us"]["success_count"] >= 40 - level["level"]
 
 
 def test_sync_mode_times_the_client(invoke: Invoke) -> None:
