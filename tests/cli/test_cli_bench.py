@@ -87,7 +87,7 @@ def test_batching_model_and_given_inputs(invoke: Invoke) -> None:
         4 * level["throughput"]["requests_per_s"]
     )
     # The server saw batches of 4: four inferences per request.
-    assert level["server_us"]["inference_count"] >= 4 * 20
+    assert level["server_us"]["inference_count"] >= 4 * (20 - 1)  # (one may be in flight)
     given = invoke("bench", "identity_bytes", "-i", 'INPUT0=["x"]', "-n", "10", "--json")
     assert levels_of(given.output)[0]["requests"] == 10
 
