@@ -120,6 +120,14 @@ def structure(objects: list[dict[str, Any]]) -> list[Any]:
     return out
 
 
+def same_structure(ours: list[dict[str, Any]], real: list[dict[str, Any]]) -> None:
+    """Assert both files have the same structure, naming the first trace that differs."""
+    a, b = structure(ours), structure(real)
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        assert x == y, f"trace #{i} differs:\nours {x}\nreal {y}"
+    assert len(a) == len(b)
+
+
 def check_order(objects: list[dict[str, Any]]) -> list[str]:
     """Timestamps out of the order both servers keep; children written before parents."""
     problems = []
@@ -162,7 +170,7 @@ def test_timestamps_and_tensors(model_repo: Any, tmp_path: Path) -> None:
     (real_ctx, real), (ours_ctx, ours) = _pair(model_repo, tmp_path, *args)
     assert list(ours) == list(real) == ["-"]
     assert ours_ctx == real_ctx == ["null"] * 3  # (no context in Triton's mode)
-    assert structure(ours["-"]) == structure(real["-"])
+    same_structure(ours["-"], real["-"])
     assert check_order(real["-"]) == []
     assert check_order(ours["-"]) == []
     # what is checked is there: 6 requests from clients, 3 traced BLS children
@@ -177,7 +185,7 @@ def test_in_process_isolation(model_repo: Any, tmp_path: Path) -> None:
     (_, real), (_, ours) = _pair(
         model_repo, tmp_path, *args, ours_only=("--python-isolation=in-process",)
     )
-    assert structure(ours["-"]) == structure(real["-"])
+    same_structure(ours["-"], real["-"])
     assert check_order(ours["-"]) == []
     assert sum(1 for o in ours["-"] if "parent_id" in o) == 3
 
@@ -185,7 +193,7 @@ def test_in_process_isolation(model_repo: Any, tmp_path: Path) -> None:
 def test_tensors_only(model_repo: Any, tmp_path: Path) -> None:
     args = ("--trace-config=level=TENSORS", "--trace-config=rate=1")
     (_, real), (_, ours) = _pair(model_repo, tmp_path, *args)
-    assert structure(ours["-"]) == structure(real["-"])
+    same_structure(ours["-"], real["-"])
     assert not any("timestamps" in o or "model_name" in o for o in ours["-"])
     assert any(o.get("activity") == "TENSOR_BACKEND_OUTPUT" for o in ours["-"])
 
@@ -198,7 +206,7 @@ def test_log_frequency_and_count_schedule(model_repo: Any, tmp_path: Path) -> No
     assert list(ours) == list(real)
     assert len(real) >= 2
     for name in real:
-        assert structure(ours[name]) == structure(real[name]), name
+        same_structure(ours[name], real[name])
 
 
 def _model_settings(url: str) -> list[Any]:
@@ -221,7 +229,7 @@ def test_per_model_settings(model_repo: Any, tmp_path: Path) -> None:
     assert ours_views == real_views
     assert list(ours) == list(real)
     for name in real:
-        assert structure(ours[name]) == structure(real[name]), name
+        same_structure(ours[name], real[name])
     models = {o["model_name"] for objs in ours.values() for o in objs if "model_name" in o}
     assert models == {"add_sub"}
 
@@ -244,7 +252,7 @@ def test_ensemble_steps_are_children(model_repo: Any, tmp_path: Path) -> None:
     (tmp_path / "ours").mkdir()
     _, real = _run(rt.start, repo, tmp_path / "real" / "trace.json", args, _ensemble_traffic)
     _, ours = _run(_launch.start, repo, tmp_path / "ours" / "trace.json", args, _ensemble_traffic)
-    assert structure(ours["-"]) == structure(real["-"])
+    same_structure(ours["-"], real["-"])
     assert check_order(ours["-"]) == []
     steps = [o for o in ours["-"] if "parent_id" in o]
     assert [(o["model_name"], o.get("request_id")) for o in steps] == [
@@ -262,6 +270,6 @@ def test_generate_requests(model_repo: Any, tmp_path: Path) -> None:
     the moments the answer was sent)."""
     args = ("--trace-config=level=TIMESTAMPS", "--trace-config=rate=1")
     (_, real), (_, ours) = _pair(model_repo, tmp_path, *args, drive=_generate_traffic)
-    assert structure(ours["-"]) == structure(real["-"])
+    same_structure(ours["-"], real["-"])
     assert check_order(ours["-"]) == []
     assert structure(ours["-"])[0]["model"] == ("add_sub", 1, "g1")
