@@ -139,6 +139,26 @@ def test_a_bad_isolation_parameter_is_refused_on_every_platform(platform: str) -
         BackendSettings.parse({}).isolation_of(_with_isolation("thread"))
 
 
+def test_an_execution_environment_needs_worker_processes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """On Windows a model with EXECUTION_ENV_PATH fails to load with the reason, before
+    anything POSIX-only (the unpacking lock) is reached."""
+    from google.protobuf import text_format
+
+    from tritonhttp.server.backends.python._envs import resolve_env
+    from tritonhttp.server.core._errors import CoreError
+    from tritonhttp.server.core.model_config_pb2 import ModelConfig
+
+    config = text_format.Parse(
+        'parameters { key: "EXECUTION_ENV_PATH" value { string_value: "env.tar.gz" } }',
+        ModelConfig(),
+    )
+    monkeypatch.setattr(_platform, "system", lambda: "win32")
+    with pytest.raises(CoreError, match=r"needs worker processes.*\(win32\)"):
+        resolve_env(config, tmp_path)
+
+
 def test_platform_facts_by_name() -> None:
     assert [_platform.workers_supported(p) for p in PLATFORMS] == [True, True, False]
     assert [_platform.parent_death_signal(p) for p in PLATFORMS] == [True, False, False]
@@ -242,11 +262,6 @@ def _simulate(platform: str) -> dict[str, Any]:
     return result
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tritonhttp/server/front/_reply.py reads socket.MSG_DONTWAIT at import (Windows "
-    "has none): the front must fall back to 0 there",
-)
 def test_windows_serves_models_in_process_and_says_so_once() -> None:
     """Without fcntl, _posixshmem, AF_UNIX, send_fds, MSG_DONTWAIT, fork, sched_yield,
     select.poll, SIGKILL or uvloop, the client, the CLI and the server import, and the

@@ -51,7 +51,8 @@ __all__ = [
 #: how one answer is written: (the JSON header up to the model version, binary_data per
 #: output name, the default for outputs not named)
 AnswerSpec = tuple[bytes, dict[str, bool | None], bool]
-_SEND_FLAGS = socket.MSG_DONTWAIT | getattr(socket, "MSG_NOSIGNAL", 0)
+#: a non-blocking send that raises no SIGPIPE (where the platform has such flags)
+_SEND_FLAGS = getattr(socket, "MSG_DONTWAIT", 0) | getattr(socket, "MSG_NOSIGNAL", 0)
 
 
 @dataclass(slots=True)

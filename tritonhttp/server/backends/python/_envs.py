@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ...core._errors import Code, CoreError
 from ...core.model_config_pb2 import ModelConfig
+from ...support import _platform
 
 __all__ = ["ExecutionEnv", "resolve_env"]
 
@@ -91,6 +92,12 @@ def resolve_env(config: ModelConfig, model_dir: Path) -> ExecutionEnv | None:
     param = config.parameters.get(PARAMETER)
     if param is None or not param.string_value:
         return None
+    if not _platform.workers_supported():
+        raise CoreError(
+            f"{PARAMETER} needs worker processes, which are not supported on this platform "
+            f"({_platform.system()}): models run in the server's process",
+            Code.INVALID_ARG,
+        )
     text = param.string_value
     if text.startswith(_MODEL_DIR):
         text = str(model_dir) + text[len(_MODEL_DIR) :]
