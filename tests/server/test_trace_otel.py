@@ -49,7 +49,7 @@ def _traffic(url: str) -> list[str]:
     return contexts
 
 
-def _serve(start: Any, repo: Path, sink: Collector) -> list[str]:
+def _serve(start: Any, repo: Path, sink: Collector) -> list[Any]:
     server = start(
         repo,
         "--trace-config=mode=opentelemetry",
@@ -61,9 +61,21 @@ def _serve(start: Any, repo: Path, sink: Collector) -> list[str]:
     )
     try:
         contexts = _traffic(server.url)
+        views = [_setting(server.url, "", None), _setting(server.url, "/models/add_sub", {
+            "trace_level": ["TIMESTAMPS"], "trace_rate": "2"})]  # fmt: skip
     finally:
         server.stop()
-    return contexts
+    for view in views:
+        view.pop("url", None)  # (each server exports to a receiver of its own)
+    return [*contexts, *views]
+
+
+def _setting(url: str, where: str, body: dict[str, Any] | None) -> Any:
+    """GET (body None) or POST the trace settings at /v2{where}/trace/setting."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(f"http://{url}/v2{where}/trace/setting", data)
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.loads(r.read())
 
 
 def _shape(spans: list[dict[str, Any]]) -> list[Any]:
@@ -96,6 +108,8 @@ def test_spans_match_real_triton(model_repo: Any) -> None:
         our_contexts = _serve(_launch.start, repo, our_sink)
         ours = our_sink.wait_for(15)
     assert len(real) == 15
+    assert our_contexts[2:] == real_contexts[2:]  # the trace settings, read and updated
+    assert real_contexts[3]["trace_rate"] == "2"
     assert _shape(ours) == _shape(real)
     for spans, contexts in ((real, real_contexts), (ours, our_contexts)):
         # the model sees its request span, in the trace the client's traceparent named

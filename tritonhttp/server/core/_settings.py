@@ -198,7 +198,7 @@ class TraceSettings:
             level_after = self.startup["trace_level"] if model is None else list(self.level)
         else:
             level_after = self.view(model)["trace_level"]
-        if level_after != ["OFF"] and not self.file:
+        if level_after != ["OFF"] and not self.file and self.mode == "triton":
             raise CoreError("Attempting to set invalid trace setting :trace file name is not given")
         if model is None:
             for key in cleared:
