@@ -213,8 +213,8 @@ def _check_tensors(cfg: ModelConfig, steps: list[Step], models: list[ModelVersio
             spec = ins.get(key)
             if spec is None:
                 raise CoreError(
-                    f"in ensemble {name}, ensemble tensor {tensor} is mapped to non-existing "
-                    f"input {key} of model {step.model}"
+                    f"in ensemble {name}, ensemble tensor {tensor} is mapping to non-existing "
+                    f"input {key} in model {step.model}"
                 )
             note(tensor, spec.data_type, step_batch + list(spec.dims), step.model)
         for key, tensor in step.outputs.items():
@@ -222,7 +222,7 @@ def _check_tensors(cfg: ModelConfig, steps: list[Step], models: list[ModelVersio
             if out is None:
                 raise CoreError(
                     f"in ensemble {name}, ensemble tensor {tensor} is mapped from "
-                    f"non-existing output {key} of model {step.model}"
+                    f"non-existing output {key} in model {step.model}"
                 )
             note(tensor, out.data_type, step_batch + list(out.dims), step.model)
     for o in cfg.output:
@@ -240,14 +240,17 @@ def _dims(shape: Iterable[int]) -> str:
 # ----------------------------------------------------------------------------- requests
 
 
-def step_request(parent: InferRequest, inputs: dict[str, InputTensor]) -> InferRequest:
+def step_request(
+    parent: InferRequest, inputs: dict[str, InputTensor], outputs: list[str]
+) -> InferRequest:
     """The request for one step, made from the ensemble's request: its id, sequence,
-    priority, timeout and parameters, with the step's inputs (the one place a step's
-    request is created, so whatever a step inherits from its ensemble request is set
-    here)."""
+    priority, timeout and parameters, with the step's inputs, asking for the step outputs
+    its ``output_map`` names (the one place a step's request is created, so whatever a
+    step inherits from its ensemble request is set here)."""
     return InferRequest(
         id=parent.id,
         inputs=inputs,
+        requested_outputs=outputs,
         parameters=dict(parent.parameters),
         correlation_id=parent.correlation_id,
         flags=parent.flags,
@@ -521,7 +524,7 @@ class EnsembleVersion(ModelVersion):
         self, run: _Run, i: int, mv: ModelVersion, tensors: dict[str, InputTensor]
     ) -> dict[str, InputTensor]:
         """One request to a (non-decoupled) step; its outputs as ensemble tensors."""
-        sreq = step_request(run.req, self._inputs(i, tensors))
+        sreq = step_request(run.req, self._inputs(i, tensors), list(self.steps[i].outputs))
         trace_child(run.req, sreq, mv.name, mv.version)
         try:
             mv.admit(sreq)
@@ -552,7 +555,7 @@ class EnsembleVersion(ModelVersion):
         """A decoupled step: each of its responses continues the branch."""
         from ._bridge import decoupled_responses  # (the bridge imports the repository)
 
-        sreq = step_request(run.req, self._inputs(i, tensors))
+        sreq = step_request(run.req, self._inputs(i, tensors), list(self.steps[i].outputs))
         trace_child(run.req, sreq, mv.name, mv.version)
         try:
             mv.admit(sreq)
@@ -595,7 +598,12 @@ class EnsembleVersion(ModelVersion):
         if any(name not in tensors for name in run.wanted):
             return  # (a request left without a response gets the deadlock error)
         outputs = []
-        for name in sorted(run.wanted):
+        wanted = set(run.wanted)
+        # Triton lists them in its hash map's order: the config's order reversed, as far as
+        # seen (a map of a few names iterates newest first)
+        for name in reversed(self._outputs):
+            if name not in wanted:
+                continue
             t = tensors[name]
             assert t.array is not None
             outputs.append(OutputTensor(name, t.datatype, list(t.shape), t.array))

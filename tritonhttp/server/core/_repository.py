@@ -457,7 +457,7 @@ class Repository:
     async def _ensemble_steps(self, name: str, cfg: ModelConfig) -> None:
         """Load the step models an ensemble needs that are not loaded yet (as Triton does
         in explicit mode, and for an ensemble whose steps sort after it), then check the
-        ensemble against them."""
+        ensemble against them; an ensemble that fails the check stops serving."""
         self._orphans.discard(name)
         for step in step_models(cfg):
             entry = self.models.get(step)
@@ -469,6 +469,11 @@ class Repository:
         try:
             check_steps(cfg, self.step_model)
         except CoreError as e:
+            # as in Triton, the versions serving before go, and the ensembles using them
+            self._drop_dependents(name)
+            for mv in self.models[name].versions.values():
+                if mv.ready:
+                    self._retire(mv)
             raise CoreError(f"load failed for model '{name}': {e.message}\n") from None
 
     def _ensemble_version(self, name: str, version: int, cfg: ModelConfig) -> ModelVersion:
@@ -486,11 +491,12 @@ class Repository:
     def _drop_dependents(self, name: str) -> None:
         """A model is unloading: the ensembles using it become unavailable, and load
         again once it is back."""
-        for other, entry in self.models.items():
+        for other, entry in list(self.models.items()):
             for mv in list(entry.versions.values()):
                 if mv.ready and isinstance(mv, EnsembleVersion) and name in mv.step_names:
                     self._retire(mv)
                     self._orphans.add(other)
+                    self._drop_dependents(other)  # (and the ensembles using this one)
 
     async def _adopt_orphans(self) -> None:
         """Load again the ensembles whose steps are all back."""
