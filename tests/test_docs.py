@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tritonhttp.testing._process import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,3 +32,91 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     for name in ("InferenceServerClient", "async_infer", "InferResult", "BasicAuth"):
         assert name in api
+
+
+# -- docs/model-authors.md, "Your first model": every command is run ---------------------
+
+FIRST_MODEL = ROOT / "docs" / "model-authors.md"
+
+
+def _walkthrough() -> list[tuple[str, str]]:
+    """The (language, text) of each code block of the "Your first model" section."""
+    text = FIRST_MODEL.read_text()
+    section = text.split("## Your first model\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```(bash|console)\n(.*?)```", section, re.S)
+
+
+def _matches(expected: str, output: str) -> bool:
+    """Whether ``expected`` (``...`` stands for anything) is on one line of ``output``."""
+    pattern = ".*".join(re.escape(part) for part in expected.split("..."))
+    return re.search(pattern, output) is not None
+
+
+def test_first_model_walkthrough(tmp_path: Path) -> None:
+    """Runs the section's commands in a fresh folder, in order, as a user would (the
+    server on free ports, which TRITON_URL points the CLI at). Console blocks: each
+    ``$`` command gets the ``(Pdb)`` lines after it as its input, and every other line
+    shown must be in its output. (``pip install`` is the environment this runs in.)"""
+    http, metrics = free_ports(2)
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env["TRITON_URL"] = f"127.0.0.1:{http}"
+    background: list[subprocess.Popen[bytes]] = []
+
+    def run(command: str, stdin: str = "") -> str:
+        command, ampersand, _ = command.partition(" &")
+        if command.startswith("triton-cli serve"):
+            command += f" --http-address 127.0.0.1 --http-port {http} --metrics-port {metrics}"
+        if ampersand:
+            background.append(
+                subprocess.Popen(
+                    ["bash", "-c", f"exec {command}"],
+                    cwd=tmp_path,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+            return ""
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=tmp_path, env=env, input=stdin, capture_output=True,
+            text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, f"$ {command}\n{done.stdout}{done.stderr}"
+        return done.stdout + done.stderr
+
+    blocks = _walkthrough()
+    assert [lang for lang, _ in blocks].count("bash") >= 2, blocks
+    ran: list[str] = []
+    try:
+        for lang, text in blocks:
+            lines = [line for line in text.splitlines() if line.strip()]
+            if lang == "bash":
+                for line in lines:
+                    if not line.startswith("#"):
+                        run(line)
+                        ran.append(line.split()[0] + " " + line.split()[1])
+                continue
+            for i, line in enumerate(lines):
+                if not line.startswith("$ "):
+                    continue
+                rest = lines[i + 1 :]
+                end = next((k for k, x in enumerate(rest) if x.startswith("$ ")), len(rest))
+                shown = rest[:end]
+                stdin = "".join(x[len("(Pdb) ") :] + "\n" for x in shown if x.startswith("(Pdb) "))
+                output = run(line[2:], stdin)
+                ran.append(line[2:].split()[0] + " " + line[2:].split()[1])
+                for expected in shown:
+                    if not expected.startswith("(Pdb) "):
+                        assert _matches(expected.rstrip(), output), (line, expected, output)
+    finally:
+        for process in background:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    # the walkthrough's steps, each run: new, check, serve, infer, test, debug
+    for step in ("triton-cli model", "triton-cli serve", "triton-cli infer", "pytest -q", "sed -i"):
+        assert any(r.startswith(step) for r in ran), (step, ran)
