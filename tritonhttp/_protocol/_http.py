@@ -76,9 +76,13 @@ def encode_request_head(method: str, target: str, fields: list[tuple[str, str]])
 
 
 class Response:
-    """A complete HTTP response: status, headers (original case, in order) and body."""
+    """A complete HTTP response: status, headers (original case, in order) and body.
 
-    __slots__ = ("_lookup", "body", "headers", "keep_alive", "status")
+    A response read from the network keeps its header lines as received (bytes) and
+    decodes them when :attr:`headers` or :meth:`get` first needs them.
+    """
+
+    __slots__ = ("_fields", "_headers", "_lookup", "_raw", "body", "keep_alive", "status")
 
     def __init__(
         self,
@@ -88,14 +92,55 @@ class Response:
         keep_alive: bool,
     ) -> None:
         self.status = status
-        self.headers = headers
+        self._headers: list[tuple[str, str]] | None = headers
+        self._fields: list[tuple[bytes, bytes]] | None = None
+        self._lookup: dict[str, str] | None = None
+        self._raw: dict[bytes, bytes] | None = None
         self.body = body
         self.keep_alive = keep_alive
-        self._lookup = {name.lower(): value for name, value in headers}
+
+    @classmethod
+    def _received(
+        cls, status: int, fields: list[tuple[bytes, bytes]], body: memoryview, keep_alive: bool
+    ) -> Response:
+        """A response with its header lines as received (latin-1 bytes)."""
+        response = cls.__new__(cls)
+        response.status = status
+        response._headers = None
+        response._fields = fields
+        response._lookup = None
+        response._raw = None
+        response.body = body
+        response.keep_alive = keep_alive
+        return response
+
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        """The header lines as (name, value) pairs, in order."""
+        headers = self._headers
+        if headers is None:
+            fields = self._fields or []
+            headers = self._headers = [
+                (n.decode("latin-1"), v.decode("latin-1")) for n, v in fields
+            ]
+        return headers
 
     def get(self, name: str, default: str | None = None) -> str | None:
         """Header value by case-insensitive name (the last one wins), or ``default``."""
-        return self._lookup.get(name.lower(), default)
+        fields = self._fields
+        if fields is not None:  # as received: look the bytes up, decode the one value
+            raw = self._raw
+            if raw is None:
+                raw = self._raw = {n.lower(): v for n, v in fields}
+            try:
+                value = raw.get(name.lower().encode("latin-1"))
+            except UnicodeEncodeError:
+                return default
+            return default if value is None else value.decode("latin-1")
+        lookup = self._lookup
+        if lookup is None:
+            lookup = self._lookup = {n.lower(): v for n, v in self.headers}
+        return lookup.get(name.lower(), default)
 
     def __repr__(self) -> str:
         # Same text as tritonclient's verbose output of a geventhttpclient response.
@@ -283,8 +328,8 @@ class ResponseReader:
 
     def head(self) -> Response:
         """Status and headers (body empty); available once :attr:`head_complete`."""
-        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in self._fields]
-        return Response(self.status, headers, memoryview(b""), self.keep_alive)
+        fields = list(self._fields)  # (a stream's trailers must not change its head)
+        return Response._received(self.status, fields, memoryview(b""), self.keep_alive)
 
     def response(self) -> Response:
         """The finished response (only once :attr:`complete`)."""
@@ -292,5 +337,4 @@ class ResponseReader:
             body = self._body
         else:
             body = memoryview(bytearray(b"".join(self._chunks or ())))
-        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in self._fields]
-        return Response(self.status, headers, body, self.keep_alive)
+        return Response._received(self.status, self._fields, body, self.keep_alive)
