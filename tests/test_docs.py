@@ -120,3 +120,51 @@ def test_first_model_walkthrough(tmp_path: Path) -> None:
     # the walkthrough's steps, each run: new, check, serve, infer, test, debug
     for step in ("triton-cli model", "triton-cli serve", "triton-cli infer", "pytest -q", "sed -i"):
         assert any(r.startswith(step) for r in ran), (step, ran)
+
+
+def test_aio_in_process_test_example_passes(tmp_path: Path) -> None:
+    """The async test of docs/aio.md passes as written (with the plugin it names), run
+    from another directory than the test file's (its repository path is the file's)."""
+    text = (ROOT / "docs" / "aio.md").read_text()
+    section = text.split("## Testing in-process with the bundled server", 1)[1]
+    (code,) = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.S)
+    suite = tmp_path / "suite"
+    shutil.copytree(ROOT / "examples" / "models", suite / "models")
+    (suite / "test_aio_example.py").write_text(code)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "suite"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+
+
+def test_quickstart_starts_a_server_before_the_first_inference(tmp_path: Path) -> None:
+    """The quickstart's server commands work as written, from the repository's root."""
+    text = (ROOT / "docs" / "quickstart.md").read_text()
+    start = text.index("## Start a server")
+    assert start < text.index("## A first inference")
+    blocks = re.findall(
+        r"```bash\n(.*?)```", text[start : text.index("## A first inference")], re.S
+    )
+    serve, probe = blocks[0].strip(), blocks[1].strip().splitlines()
+    assert serve.startswith("triton-cli serve --model-repository examples/models")
+    http, metrics = free_ports(2)
+    env = {**os.environ, "TRITON_URL": f"127.0.0.1:{http}"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    command = serve.split("#")[0] + f" --http-port {http} --metrics-port {metrics}"
+    server = subprocess.Popen(
+        ["bash", "-c", f"exec {command}"], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for line in probe:
+            done = subprocess.run(
+                ["bash", "-c", line], cwd=ROOT, env=env, capture_output=True, text=True,
+                timeout=120, check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, (line, done.stdout, done.stderr)
+        assert "[11., 22., 33., 44.]" in done.stdout
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(60)
