@@ -114,9 +114,8 @@ def live_trace(trace_id: int) -> Trace | None:
 class Trace:
     """One traced request: its id, model, parent, and what was recorded for it.
 
-    ``stamps`` holds ``(name, ns)``; ``tensors`` holds ``(activity, name, datatype,
-    shape, data)``. A root trace is written (with its children) once it and every child
-    have ended.
+    ``stamps`` holds ``(name, ns)``; ``tensors`` holds ``(activity, tensor as JSON)``.
+    A root trace is written (with its children) once it and every child have ended.
     """
 
     __slots__ = (
@@ -157,7 +156,7 @@ class Trace:
         self.parent = parent
         self.root: Trace = self if parent is None else parent.root
         self.stamps: list[tuple[str, int]] = []
-        self.tensors: list[tuple[str, str, str, list[int], Any]] = []
+        self.tensors: list[tuple[str, str]] = []
         self.children: list[Trace] = []
         self.open_children = 0
         self.ended = False
@@ -187,9 +186,10 @@ class Trace:
         self, activity: str, name: str, datatype: str, shape: Sequence[int], data: Any
     ) -> None:
         """Record a tensor (``TENSOR_QUEUE_INPUT``, ``TENSOR_BACKEND_OUTPUT``) at level
-        TENSORS; ``data`` is an array, or raw bytes as the wire carries them."""
+        TENSORS; ``data`` is an array, or raw bytes as the wire carries them. It is
+        formatted now: no view of a request body or shared-memory region is kept."""
         if self.level & TENSORS:
-            self.tensors.append((activity, name, datatype, list(shape), data))
+            self.tensors.append((activity, format_tensor(name, datatype, shape, data)))
 
     def handle(self) -> tuple[int, str | None]:
         """What a model's ``request.trace()`` is made of: (id, context)."""
@@ -233,8 +233,7 @@ class Trace:
             if name == "REQUEST_START":
                 out.append((rank, self._info(head)))
             out.append((rank, f'{head}"timestamps":[{{"name":"{name}","ns":{ns}}}]}}'))
-        for activity, name, datatype, shape, data in self.tensors:
-            text = format_tensor(name, datatype, shape, data)
+        for activity, text in self.tensors:
             out.append((_RANK[activity], f'{head}"activity":"{activity}","tensor":{text}}}'))
         out.sort(key=lambda item: item[0])  # (stable: the info stays first of its rank)
         return [text for _, text in out]
