@@ -17,7 +17,8 @@ __all__ = ["collecting", "load_failures"]
 _FAILURE = re.compile(
     r"(?:failed to load '(?P<name>[^']+)' version (?P<version>\d+): (?P<reason>.*)"
     r"|Poll failed for model directory '(?P<dir>[^']+)': (?P<poll>.*)"
-    r"|failed to load '(?P<model>[^']+)': (?P<why>.*))$"
+    r"|failed to load '(?P<model>[^']+)': (?P<why>.*))$",
+    re.S,  # (a reason may go on with the traceback of the model's code)
 )
 _HEAD = re.compile(r"^[IWEV]\d{4} \S+ \d+ \S+\] ")
 
@@ -27,7 +28,7 @@ def load_failures(messages: Iterable[str]) -> dict[str, list[str]]:
     failed to load (``version V: reason`` for a version's failure)."""
     failures: dict[str, list[str]] = {}
     for raw in messages:
-        match = _FAILURE.search(_HEAD.sub("", raw.strip(), count=1))
+        match = _FAILURE.match(_HEAD.sub("", raw.strip(), count=1))
         if match is None:
             continue
         if match["name"]:
