@@ -234,16 +234,15 @@ class Repository:
             wanted = sorted(found)
         else:
             wanted = sorted(set(names or []))
-        # ensembles after the models their steps use
-        ensembles = [n for n in wanted if len(found.get(n, ())) == 1 and _is_ensemble(found[n][0])]
-        models = [n for n in wanted if n not in ensembles]
-        results = await asyncio.gather(
-            *(self._load_named(n, found) for n in models), return_exceptions=True
-        )
-        results += await asyncio.gather(
-            *(self._load_named(n, found) for n in ensembles), return_exceptions=True
-        )
-        wanted = models + ensembles
+        # ensembles after the models their steps use (ensembles of ensembles later still)
+        results: list[Any] = []
+        ordered: list[str] = []
+        for level in _load_order(wanted, found):
+            results += await asyncio.gather(
+                *(self._load_named(n, found) for n in level), return_exceptions=True
+            )
+            ordered += level
+        wanted = ordered
         failed = []
         for name, res in zip(wanted, results, strict=False):
             if isinstance(res, BaseException):
@@ -671,12 +670,27 @@ async def _warm_up(mv: ModelVersion, cfg: ModelConfig, model_dir: Path) -> None:
                     )
 
 
-def _is_ensemble(model_dir: Path) -> bool:
-    try:
-        cfg = read_config(model_dir)
-    except PollError:
-        return False
-    return cfg is not None and cfg.platform == "ensemble"
+def _load_order(names: list[str], found: dict[str, list[Path]]) -> list[list[str]]:
+    """``names`` in groups to load one after the other: the models that are not
+    ensembles, then the ensembles whose steps are all in earlier groups, and so on
+    (ensembles that use each other in a circle come last, together)."""
+    steps: dict[str, set[str]] = {}
+    for name in names:
+        dirs = found.get(name, [])
+        try:
+            cfg = read_config(dirs[0]) if len(dirs) == 1 else None
+        except PollError:
+            cfg = None
+        if cfg is not None and cfg.platform == "ensemble":
+            steps[name] = set(step_models(cfg))
+    levels = [[n for n in names if n not in steps]]
+    left = [n for n in names if n in steps]
+    while left:
+        waiting = set(left)
+        level = [n for n in left if not steps[n] & waiting] or left
+        levels.append(level)
+        left = [n for n in left if n not in level]
+    return levels
 
 
 def _same_but_policy(a: ModelConfig, b: ModelConfig) -> bool:
