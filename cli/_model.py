@@ -44,7 +44,8 @@ def list_models(settings: Settings) -> None:
             str(entry.get("name", "")),
             str(entry.get("version", "")),
             str(entry.get("state", "")),
-            str(entry.get("reason", "")),
+            # (the part before the model code's traceback, which --json keeps)
+            str(entry.get("reason", "")).split("\n\nAt:", 1)[0].strip(),
         )
     print_table(settings, table)
 
