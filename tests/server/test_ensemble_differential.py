@@ -350,3 +350,41 @@ def test_repository_loaded_at_start(
     ]
     problems = _play(real, ours, steps)
     assert not problems, "\n".join(problems)
+
+
+def test_response_cache_on_an_ensemble(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
+    """``response_cache`` on the ensemble itself: a hit answers without running the steps
+    (and without the response parameters, as Triton keeps only outputs); hits and misses
+    are counted on the ensemble."""
+    from tritonhttp.testing import _real_triton as rt
+
+    caches = rt.ensure_installed().server_dir / "caches"
+    args = (*ARGS, "--load-model=ens_cached", f"--cache-directory={caches}")
+    args += ("--cache-config=local,size=1048576",)
+    repo = model_repo("ensemble_basic")
+    real = real_triton_factory(repo, *args)
+    ours = bundled_server_factory(repo, *args)
+    steps: list[Step] = [
+        ("POST", "/v2/models/ens_cached/infer", infer_body(("IN", "FP32", [1, 4], [v, 2, 3, 4])))
+        for v in (1, 1, 2, 1, -1)
+    ]
+    problems = _play(real, ours, steps)
+    assert not problems, "\n".join(problems)
+    counted = []
+    for server in (real, ours):
+        doc = json.loads(exchange(server.url, "GET", "/v2/models/ens_cached/stats").body)
+        stats = doc["model_stats"][0]
+        inference = stats["inference_stats"]
+        counted.append(
+            (
+                stats["inference_count"],
+                stats["execution_count"],
+                inference["success"]["count"],
+                inference["cache_hit"]["count"],
+                inference["cache_miss"]["count"],
+                inference["fail"]["count"] > 0,  # (Triton sometimes counts a failure twice)
+            )
+        )
+    assert counted[1] == counted[0] == (2, 2, 4, 2, 2, True)

@@ -21,6 +21,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ._cache import ResponseCache
 from ._config import PollError
 from ._errors import Code, CoreError
 from ._model import ModelVersion
@@ -362,9 +363,12 @@ class EnsembleVersion(ModelVersion):
         """The models the steps use."""
         return {s.model for s in self.steps}
 
-    def activate_ensemble(self, config: ModelConfig, decoupled: bool) -> None:
-        """Take the ensemble's config; the version becomes READY."""
-        self.activate(config, [])
+    def activate_ensemble(
+        self, config: ModelConfig, decoupled: bool, cache: ResponseCache | None = None
+    ) -> None:
+        """Take the ensemble's config (and the server's response cache, used when the
+        config enables it); the version becomes READY."""
+        self.activate(config, [], cache)
         self.decoupled = decoupled
         self.steps = steps_of(config)
         self._outputs = [o.name for o in config.output]
@@ -380,10 +384,14 @@ class EnsembleVersion(ModelVersion):
             raise
 
     async def infer(self, req: InferRequest) -> InferResponse:
-        """Run the steps for an admitted request; its response, or (decoupled) the
-        completion marker once every response went to ``req.response_stream``."""
+        """Run the steps for an admitted request (or answer it from the response cache
+        when the ensemble enables it); its response, or (decoupled) the completion marker
+        once every response went to ``req.response_stream``."""
         self.in_flight += 1
         try:
+            cache = self.cache
+            if cache is not None and req.response_stream is None:
+                return await self._infer_from_cache(cache, req)
             return await self._infer(req)
         finally:
             self.in_flight -= 1
@@ -392,6 +400,28 @@ class EnsembleVersion(ModelVersion):
                     if not waiter.done():
                         waiter.set_result(None)
                 self._drain_waiters.clear()
+
+    async def _infer_from_cache(self, cache: ResponseCache, req: InferRequest) -> InferResponse:
+        """The cached response (its outputs only, as Triton keeps them), or the steps' one,
+        then cached; a failed request is neither cached nor counted as a miss."""
+        t0 = time.monotonic_ns()
+        key = cache.key(self.name, self.version, req)
+        hit = cache.lookup(key)
+        t1 = time.monotonic_ns()
+        cache.stats.lookup_ns += t1 - t0
+        if hit is not None:
+            self.stats.record_cache_hit(t1 - req.start_ns, t1 - t0)
+            return hit
+        response = await self._infer(req)
+        if response.error is None:
+            t2 = time.monotonic_ns()
+            existed = cache.contains(key)
+            cache.insert(key, InferResponse(response.outputs))
+            t3 = time.monotonic_ns()
+            cache.stats.insertion_ns += t3 - t2
+            if not existed:
+                self.stats.record_cache_miss((t1 - t0) + (t3 - t2))
+        return response
 
     async def _infer(self, req: InferRequest) -> InferResponse:
         t0 = time.monotonic_ns()

@@ -484,7 +484,7 @@ class Repository:
         )
         cfg.model_transaction_policy.decoupled = decoupled
         mv.config_json = config_to_json(cfg)
-        mv.activate_ensemble(cfg, decoupled)
+        mv.activate_ensemble(cfg, decoupled, self.response_cache)
         return mv
 
     def _drop_dependents(self, name: str) -> None:
