@@ -12,6 +12,7 @@ Triton itself does not do.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -153,16 +154,18 @@ async def _check(
         f"--http-port={free_port()}",
         f"--python-isolation={isolation}",
     ]
+    if isolation == "in-process":  # (the server's own check also sees dropped outputs)
+        argv.append("--backend-config=python,check-outputs=true")
     server = Server(parse_args(argv))
     reports = [ModelReport(n, str(repository / n)) for n in names]
-    with collecting(quiet=True) as messages:
+    with collecting(logging.WARNING, quiet=True) as messages:
         try:
             await (server.start() if run else server.load_models())
             failures = load_failures(messages)
             for report in reports:
                 _loaded(server, report, failures.get(report.name, []), isolation)
                 if run and report.loaded:
-                    await _run_once(server, report, random_data)
+                    await _run_once(server, report, random_data, messages)
         finally:
             await server.stop()
     return reports
@@ -178,7 +181,9 @@ def _loaded(server: Server, report: ModelReport, reasons: list[str], isolation: 
         report.problems.append(Problem("load", "the model did not load (no reason given)"))
 
 
-async def _run_once(server: Server, report: ModelReport, random_data: bool) -> None:
+async def _run_once(
+    server: Server, report: ModelReport, random_data: bool, messages: list[str]
+) -> None:
     """One inference through the server's HTTP endpoint; outputs against the config."""
     import tritonhttp.aio as aioclient
 
@@ -210,7 +215,13 @@ async def _run_once(server: Server, report: ModelReport, random_data: bool) -> N
             return
     report.ran = True
     answer = result.get_response()
-    report.problems += output_problems(cfg, answer.get("outputs", []), batched)
+    found = _logged_output_problems(report.name, messages)
+    found += output_problems(cfg, answer.get("outputs", []), batched)
+    seen: set[str] = set()
+    for problem in found:
+        if problem.message not in seen:
+            seen.add(problem.message)
+            report.problems.append(problem)
 
 
 def _data(wire: str, shape: list[int], random_data: bool) -> np.ndarray[Any, Any]:
@@ -231,36 +242,25 @@ def _data(wire: str, shape: list[int], random_data: bool) -> np.ndarray[Any, Any
 
 
 def output_problems(cfg: Any, outputs: list[dict[str, Any]], batched: bool) -> list[Problem]:
-    """Where the outputs a model returned disagree with its configuration."""
+    """Where the outputs of an answer disagree with the model's configuration (the
+    server's own comparison), and the configured outputs the answer lacks."""
+    from tritonhttp.server.backends.python._output_check import disagreements
     from tritonhttp.server.core._config import wire_datatype
 
-    declared = {o.name: o for o in cfg.output}
-    problems = []
-    for out in outputs:
-        name = str(out.get("name"))
-        spec = declared.get(name)
-        if spec is None:
-            problems.append(Problem("output", f"output {name!r} is not in the configuration"))
-            continue
-        want = wire_datatype(spec.data_type)
-        if out.get("datatype") != want:
-            problems.append(
-                Problem(
-                    "output",
-                    f"output {name!r} is {out.get('datatype')}, the configuration says {want}",
-                )
-            )
-        shape = list(out.get("shape", []))
-        dims = [-1] * batched + list(spec.dims)
-        fits = len(shape) == len(dims) and all(
-            d < 0 or d == s for d, s in zip(dims, shape, strict=True)
-        )
-        if not fits:
-            problems.append(
-                Problem(
-                    "output",
-                    f"output {name!r} has shape {shape}, the configuration says "
-                    f"{dims} (-1: any size{', the first is the batch' if batched else ''})",
-                )
-            )
+    declared = [(o.name, wire_datatype(o.data_type), list(o.dims)) for o in cfg.output]
+    produced = [
+        (str(o.get("name")), str(o.get("datatype")), list(o.get("shape", []))) for o in outputs
+    ]
+    problems = [Problem("output", text) for text in disagreements(declared, batched, produced)]
+    returned = {name for name, _, _ in produced}
+    for name, _, _ in declared:
+        if name not in returned:
+            problems.append(Problem("output", f"output '{name}' was not returned"))
     return problems
+
+
+def _logged_output_problems(name: str, messages: list[str]) -> list[Problem]:
+    """The server's check-outputs warnings about model ``name`` (in-process instances:
+    they also see outputs the server drops)."""
+    head = re.compile(rf"^model '{re.escape(name)}' version \d+: (?P<text>.*)$", re.S)
+    return [Problem("output", m["text"]) for m in map(head.match, messages) if m is not None]

@@ -4,6 +4,7 @@ isolation mode."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from google.protobuf import json_format
@@ -20,6 +21,7 @@ from ._envs import resolve_env
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
 from ._inprocess import InProcessInstance
 from ._messages import AutoComplete, Init
+from ._output_check import OutputCheck
 from ._polling import ReplyPoll
 from ._process import ProcessInstance, WorkerContext, run_auto_complete
 from ._runner import InstanceRunner
@@ -27,6 +29,8 @@ from ._services import InProcessRuntime, ModelServices
 from ._settings import BackendSettings
 
 __all__ = ["PythonBackend"]
+
+log = logging.getLogger("tritonhttp.server")
 
 _KIND_NAMES = {0: "AUTO", 1: "GPU", 2: "CPU", 3: "MODEL"}
 # an in-process model whose source mentions these must not run inline on the event loop
@@ -135,7 +139,16 @@ class PythonBackend:
         }
         decoupled = config.model_transaction_policy.decoupled
         outputs = [o.name for o in config.output]
+        check = (
+            OutputCheck.of(ctx.model_name, ctx.version, config) if settings.check_outputs else None
+        )
         if env is not None or settings.isolation_of(config) == "process":
+            if check is not None and instance_index == 0 and group_index == 0:
+                log.warning(
+                    "model '%s': check-outputs applies to in-process instances only; this "
+                    "model runs in worker processes",
+                    ctx.model_name,
+                )
             instance = ProcessInstance(
                 instance_name,
                 Init(
@@ -156,7 +169,7 @@ class PythonBackend:
             await instance.start()
             return instance
         return await self._in_process(ctx, settings, filename, instance_name, decoupled,
-                                      outputs, args)  # fmt: skip
+                                      outputs, args, check)  # fmt: skip
 
     async def _in_process(
         self,
@@ -167,6 +180,7 @@ class PythonBackend:
         decoupled: bool,
         outputs: list[str],
         args: dict[str, str],
+        check: OutputCheck | None = None,
     ) -> InProcessInstance:
         inline = settings.inline
         runner = InstanceRunner(instance_name, inline)
@@ -188,7 +202,7 @@ class PythonBackend:
             raise
         if inline == "auto" and (decoupled or _mentions_blocking_calls(host)):
             runner.never_inline()
-        return InProcessInstance(host, outputs, runner, self.services)
+        return InProcessInstance(host, outputs, runner, self.services, check)
 
 
 def _mentions_blocking_calls(host: ModelHost) -> bool:

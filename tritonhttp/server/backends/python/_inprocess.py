@@ -18,6 +18,7 @@ from ...core._types import ExecutionTimes, InferRequest, InferResponse
 from ._collector import Collector, SharedCheck, collect, collected
 from ._convert import core_error, core_response, pb_request, pb_tensor, requested_names
 from ._execution import ModelHost
+from ._output_check import OutputCheck
 from ._runner import InstanceRunner
 from ._services import ModelServices
 
@@ -28,7 +29,7 @@ class _Link:
     """A request's way back to the server, in the server's own process: the model's
     responses, from whichever thread sends them, reach the request's collector."""
 
-    __slots__ = ("_loop", "collector", "decoupled", "loop_thread", "wanted")
+    __slots__ = ("_loop", "check", "collector", "decoupled", "loop_thread", "wanted")
 
     def __init__(
         self,
@@ -37,15 +38,19 @@ class _Link:
         wanted: set[str],
         loop: asyncio.AbstractEventLoop,
         loop_thread: int,
+        check: OutputCheck | None = None,
     ) -> None:
         self.collector = Collector(req, decoupled, threading.Lock())
         self.decoupled = decoupled
         self.wanted = wanted
         self._loop = loop
         self.loop_thread = loop_thread
+        self.check = check
 
     # called from model threads (or inline on the loop)
     def deliver(self, response: InferenceResponse | None, final: bool) -> None:
+        if self.check is not None and response is not None:
+            self.check.inspect(response)
         core = core_response(response, self.wanted) if response is not None else None
         self._hand(core, final, False)
 
@@ -80,8 +85,11 @@ class InProcessInstance:
         output_names: list[str],
         runner: InstanceRunner,
         services: ModelServices,
+        check: OutputCheck | None = None,
     ) -> None:
         self.name = host.instance_name
+        #: compares responses with the configuration (``check-outputs``), or None
+        self._check = check
         self.host = host
         self._outputs = set(output_names)
         self._decoupled = host.decoupled
@@ -100,7 +108,7 @@ class InProcessInstance:
         decoupled = self._decoupled
         for req in requests:
             wanted = requested_names(req, self._outputs)
-            link = _Link(req, decoupled, wanted, loop, ident)
+            link = _Link(req, decoupled, wanted, loop, ident, self._check)
             links.append(link)
             inputs = []
             for t in req.inputs.values():
