@@ -80,6 +80,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._view = memoryview(self._scratch)
         self._in_window = False
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0  # loop time the armed timer fires at
         self._deadline: float | None = None
         self._read_timeout: float | None = None
 
@@ -205,32 +206,46 @@ class _Connection(asyncio.BufferedProtocol):
         self.reader = None
         self.waiter = None
         self._stream = False
-        self._cancel_timer()
+        self._deadline = self._read_timeout = None  # an armed timer finds nothing to do
         if self._paused and self.transport is not None and not self.broken:
             self._paused = False
             self.transport.resume_reading()
 
     def watch(self, deadline: float | None, read_timeout: float | None) -> None:
-        """Fail the exchange at ``deadline`` or after ``read_timeout`` s of silence."""
-        self._cancel_timer()
+        """Fail the exchange at ``deadline`` or after ``read_timeout`` s of silence.
+
+        One timer serves the connection's exchanges one after another: a timer already
+        armed for an earlier time is kept (when it fires it checks the exchange then in
+        progress and arms itself again for what is left), so that an exchange usually
+        costs no timer of its own.
+        """
         self._deadline = deadline
         self._read_timeout = read_timeout
         if deadline is None and read_timeout is None:
             return
-        self._arm()
+        when = self._when()
+        timer = self._timer
+        if timer is not None:
+            if self._timer_at <= when:
+                return
+            timer.cancel()
+        self._timer = self._loop.call_at(when, self._on_timer)
+        self._timer_at = when
 
-    def _arm(self) -> None:
+    def _when(self) -> float:
         when = self._deadline
         if self._read_timeout is not None:
             quiet_until = self.activity + self._read_timeout
             when = quiet_until if when is None else min(when, quiet_until)
         assert when is not None
-        self._timer = self._loop.call_at(when, self._on_timer)
+        return when
 
     def _on_timer(self) -> None:
         self._timer = None
         waiter = self.waiter
         if waiter is None or waiter.done():
+            return
+        if self._deadline is None and self._read_timeout is None:
             return
         now = self._loop.time() + _EARLY
         if self._deadline is not None and now >= self._deadline:
@@ -242,7 +257,9 @@ class _Connection(asyncio.BufferedProtocol):
                 ReadTimeout(f"failed to talk to {self._url}: timed out (nothing read for {read} s)")
             )
             return
-        self._arm()
+        when = self._when()
+        self._timer = self._loop.call_at(when, self._on_timer)
+        self._timer_at = when
 
     def _cancel_timer(self) -> None:
         if self._timer is not None:
