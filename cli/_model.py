@@ -232,7 +232,8 @@ def metadata(settings: Settings, name: str, model_version: str) -> None:
 @click.option(
     "--tests-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Where test_NAME.py goes (default: the folder holding the repository).",
+    help="Where test_NAME.py goes (default: the folder holding the repository, or the "
+    "current folder when it is inside the repository).",
 )
 @click.option("--force", is_flag=True, help="Overwrite files that exist.")
 @json_flag

@@ -506,7 +506,10 @@ def build_scaffolds(
         duplicate = next((n for n in names if names.count(n) > 1), None)
         if duplicate:
             raise InputError(f"{what} {duplicate!r} is declared twice")
-    tests = tests_dir if tests_dir is not None else repository.resolve().parent
+    tests = tests_dir
+    if tests is None:  # beside the repository, unless that is above the current folder
+        inside = Path.cwd().resolve().is_relative_to(repository.resolve())
+        tests = Path.cwd() if inside else repository.resolve().parent
     ref = os.path.relpath(repository.resolve(), tests.resolve()).replace(os.sep, "/")
     kind = "decoupled" if decoupled else ("bls" if bls else "plain")
     target = (calls or f"{name}_inner") if bls else ""

@@ -124,3 +124,12 @@ def test_bad_options_are_usage_errors(tmp_path: Path, args: tuple[str, ...], mes
     assert done.returncode == 2
     assert message in done.stderr
     assert not (tmp_path / "models" / "m").exists()
+
+
+def test_repository_in_the_current_folder_keeps_the_test_there(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    done = cli(project, "model", "new", "m", "--repository", ".")
+    assert done.returncode == 0, done.stderr
+    assert (project / "test_m.py").is_file() and not (tmp_path / "test_m.py").exists()
+    run_tests(project, 1)
