@@ -388,3 +388,33 @@ def test_response_cache_on_an_ensemble(
             )
         )
     assert counted[1] == counted[0] == (2, 2, 4, 2, 2, True)
+
+
+def _poll_failures(log: str) -> dict[str, str]:
+    found = {}
+    for line in log.splitlines():
+        _, sep, rest = line.partition("Poll failed for model directory '")
+        if sep:
+            name, _, message = rest.partition("': ")
+            found[name] = message.rstrip('"')
+    return found
+
+
+def test_graph_errors_logged_as_triton(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
+    """What the log says about an ensemble graph refused while polling."""
+    repo = model_repo("ensemble_basic")
+    refused = ["ens_ghost", "ens_cycle", "ens_noout", "ens_nosteps"]
+    logs = []
+    for server in (real_triton_factory(repo, *ARGS), bundled_server_factory(repo, *ARGS)):
+        for name in refused:
+            reply = exchange(server.url, "POST", f"/v2/repository/models/{name}/load")
+            assert reply.status == 500
+        found = _poll_failures(server.log())
+        logs.append({name: found.get(name) for name in refused})
+    assert logs[1] == logs[0]
+    assert logs[0]["ens_ghost"] == (
+        "output 'OUT' for ensemble 'ens_ghost' is not written: at least one of its "
+        "depending tensors, 'GHOST', is not connected"
+    )
