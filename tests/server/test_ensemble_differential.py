@@ -418,3 +418,21 @@ def test_graph_errors_logged_as_triton(
         "output 'OUT' for ensemble 'ens_ghost' is not written: at least one of its "
         "depending tensors, 'GHOST', is not connected"
     )
+
+
+def test_explicit_start_with_ensembles_sharing_steps(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
+    """Ensembles named at start load their steps (shared ones once), an ensemble used as
+    a step included."""
+    repo = model_repo("ensemble_basic")
+    names = ("ens_pinned", "ens_nested2", "ens", "ens_nobatch", "ens_stream")
+    args = (*ARGS, *(f"--load-model={n}" for n in names))
+    real = real_triton_factory(repo, *args)
+    ours = bundled_server_factory(repo, *args)
+    steps: list[Step] = [
+        ("POST", "/v2/repository/index", '{"ready":true}'),
+        ("POST", "/v2/models/ens_nested2/infer", infer_body(("A", "FP32", [1, 4], [1, 2, 3, 4]))),
+    ]
+    problems = _play(real, ours, steps)
+    assert not problems, "\n".join(problems)

@@ -458,9 +458,16 @@ class Repository:
         in explicit mode, and for an ensemble whose steps sort after it), then check the
         ensemble against them; an ensemble that fails the check stops serving."""
         self._orphans.discard(name)
+        found = self.scan()
         for step in step_models(cfg):
             entry = self.models.get(step)
-            if step == name or (entry is not None and entry.lock.locked()):
+            if step == name:
+                continue
+            if entry is not None and entry.lock.locked():
+                dirs = found.get(step, [])
+                if len(dirs) == 1 and not _is_ensemble(dirs[0]):
+                    async with entry.lock:  # (being loaded for another ensemble: wait)
+                        pass
                 continue
             if self.mode == "explicit" or entry is None or not entry.attempted:
                 with contextlib.suppress(CoreError):  # (then reported as not available)
@@ -668,6 +675,15 @@ async def _warm_up(mv: ModelVersion, cfg: ModelConfig, model_dir: Path) -> None:
                     raise CoreError(
                         f"failed to run warmup sample '{sample.name}': {response.error.message}; "
                     )
+
+
+def _is_ensemble(model_dir: Path) -> bool:
+    """Whether the config in ``model_dir`` is an ensemble's (False when it cannot say)."""
+    try:
+        cfg = read_config(model_dir)
+    except PollError:
+        return False
+    return cfg is not None and cfg.platform == "ensemble"
 
 
 def _load_order(names: list[str], found: dict[str, list[Path]]) -> list[list[str]]:
