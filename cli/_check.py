@@ -5,8 +5,10 @@ Python backend (``auto_complete_config``, ``initialize``), in the isolation mode
 for. What the server would log as a load failure is what ``check`` reports, with the
 file, line and column added where it can tell them. Unless ``--no-run``, each loaded
 model then answers one request of zero (or random) data of its configured shapes, and
-the outputs are compared with the configuration (names, data types, shapes), which
-Triton itself does not do.
+the outputs are compared with the configuration (data types, shapes, outputs not
+returned), which Triton itself does not do; in-process, the backend's ``check-outputs``
+warnings add the outputs the configuration lacks (the server drops them). Decoupled
+models are loaded, not run.
 """
 
 from __future__ import annotations
