@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
@@ -157,7 +157,14 @@ def _parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
         formatter_class=_HelpFormatter,
     )
-    a = p.add_argument
+    _serving_flags(p.add_argument)
+    _settings_flags(p.add_argument)
+    _own_flags(p.add_argument)
+    return p
+
+
+def _serving_flags(a: Callable[..., argparse.Action]) -> None:
+    """Repositories, endpoints, model control and shutdown (tritonserver's flags)."""
     a(
         "--model-repository",
         "--model-store",
@@ -207,6 +214,11 @@ def _parser() -> argparse.ArgumentParser:
         default=30.0,
         help="longest wait for in-flight requests at shutdown",
     )
+
+
+def _settings_flags(a: Callable[..., argparse.Action]) -> None:
+    """Server id, logging, restricted APIs, tracing, backend and cache settings
+    (tritonserver's flags)."""
     a("--id", dest="server_id", default="triton", help="server id in the server metadata")
     a("--log-verbose", type=int, default=0, help="verbose log level (0: off)")
     a("--log-info", type=_bool, default=True, help="log info messages")
@@ -277,6 +289,10 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="accepted; models load concurrently",
     )
+
+
+def _own_flags(a: Callable[..., argparse.Action]) -> None:
+    """This server's flags that tritonserver does not have."""
     a(
         "--python-isolation",
         choices=ISOLATIONS,
@@ -296,8 +312,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=HTTP_SERVERS,
         default="native",
         help="native (this package's HTTP/1.1 server) or uvicorn (the same application)",
-    )
-    return p  # fmt: skip
+    )  # fmt: skip
 
 
 def _cache_size(specs: list[str], legacy_size: int | None) -> int | None:
