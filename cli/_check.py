@@ -7,8 +7,10 @@ file, line and column added where it can tell them. Unless ``--no-run``, each lo
 model then answers one request of zero (or random) data of its configured shapes, and
 the outputs are compared with the configuration (data types, shapes, outputs not
 returned), which Triton itself does not do; in-process, the backend's ``check-outputs``
-warnings add the outputs the configuration lacks (the server drops them). Decoupled
-models are loaded, not run.
+warnings add the outputs the configuration lacks (the server drops them). A decoupled
+model gets its request through the generate extension's stream (inputs as flat lists);
+its responses are counted, and compared with the configuration in-process only (a
+stream's outputs carry no data types or shapes).
 """
 
 from __future__ import annotations
@@ -188,42 +190,60 @@ async def _run_once(
 ) -> None:
     """One inference through the server's HTTP endpoint; outputs against the config."""
     import tritonhttp.aio as aioclient
+    from tritonhttp.server.core._config import wire_datatype
 
     mv = server.repository.get(report.name)
     cfg = mv.config
     assert cfg is not None
-    if cfg.model_transaction_policy.decoupled:
-        report.notes.append("decoupled: loaded, not run (check it with its tests)")
-        return
     batched = cfg.max_batch_size > 0
     options = server.options
     url = f"{options.http_address}:{options.http_port}"
-    inputs = []
+    arrays = {}
     for spec in cfg.input:
-        if spec.optional:
-            continue
-        from tritonhttp.server.core._config import wire_datatype
-
-        wire = wire_datatype(spec.data_type)
-        shape = [1] * batched + [1 if d < 0 else int(d) for d in spec.dims]
-        tensor = aioclient.InferInput(spec.name, shape, wire)
-        tensor.set_data_from_numpy(_data(wire, shape, random_data))
-        inputs.append(tensor)
+        if not spec.optional:
+            wire = wire_datatype(spec.data_type)
+            shape = [1] * batched + [1 if d < 0 else int(d) for d in spec.dims]
+            arrays[spec.name] = (wire, _data(wire, shape, random_data))
     async with aioclient.InferenceServerClient(url) as client:
         try:
-            result = await client.infer(report.name, inputs)
+            outputs: list[dict[str, Any]] | None = None
+            if cfg.model_transaction_policy.decoupled:
+                await _stream_once(client, report, arrays)
+            else:
+                inputs = []
+                for name, (wire, array) in arrays.items():
+                    tensor = aioclient.InferInput(name, list(array.shape), wire)
+                    inputs.append(tensor.set_data_from_numpy(array))
+                result = await client.infer(report.name, inputs)
+                outputs = result.get_response().get("outputs", [])
         except aioclient.InferenceServerException as e:
             report.problems.append(Problem("run", f"inference failed: {e.message()}"))
             return
     report.ran = True
-    answer = result.get_response()
     found = _logged_output_problems(report.name, messages)
-    found += output_problems(cfg, answer.get("outputs", []), batched)
+    if outputs is not None:
+        found += output_problems(cfg, outputs, batched)
     seen: set[str] = set()
     for problem in found:
         if problem.message not in seen:
             seen.add(problem.message)
             report.problems.append(problem)
+
+
+async def _stream_once(
+    client: Any, report: ModelReport, arrays: dict[str, tuple[str, np.ndarray[Any, Any]]]
+) -> None:
+    """A decoupled model's stream for one request (the generate extension, inputs as
+    flat lists); its outputs arrive without data types and shapes, so only the server's
+    own check (in-process) compares them. Notes how many responses came."""
+    values = {
+        name: [x.decode() if isinstance(x, bytes) else x for x in array.reshape(-1).tolist()]
+        for name, (_, array) in arrays.items()
+    }
+    count = 0
+    async for _ in client.generate_stream(report.name, values):
+        count += 1
+    report.notes.append(f"decoupled: {count} response{'' if count == 1 else 's'}")
 
 
 def _data(wire: str, shape: list[int], random_data: bool) -> np.ndarray[Any, Any]:

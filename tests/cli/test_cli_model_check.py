@@ -36,8 +36,26 @@ class TritonPythonModel:
             for r in requests
         ]
 """
+DECOUPLED = CONFIG.format(batch=0) + "model_transaction_policy { decoupled: true }\n"
+STREAM = """import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            for _ in range(2):
+                out = pb_utils.Tensor("OUT", np.zeros(4, np.{dtype}))
+                sender.send(pb_utils.InferenceResponse([out]))
+            {fail}
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+"""
 #: name -> (config.pbtxt, model.py)
 MODELS = {
+    "stream": (DECOUPLED, STREAM.format(dtype="float32", fail="")),
+    "stream_fails": (DECOUPLED, STREAM.format(dtype="float32", fail="raise ValueError('x')")),
+    "stream_int": (DECOUPLED, STREAM.format(dtype="int32", fail="")),
     "good": (CONFIG.format(batch=0), GOOD),
     "good_batched": (CONFIG.format(batch=4), GOOD),
     "config_syntax": ('backend: "python"\ninput [{ name: "IN" data_type: TYPE_FP32 }\n', GOOD),
@@ -124,6 +142,14 @@ def test_each_problem_is_found_and_located(repository: Path, isolation: str) -> 
     ), messages
     (missing,) = problems(reports, "missing")
     assert missing["message"] == "output 'OUT' was not returned"
+    # decoupled models answer through the generate extension's stream
+    assert reports["stream"]["ok"] and reports["stream"]["notes"] == ["decoupled: 2 responses"]
+    (failed,) = problems(reports, "stream_fails")
+    assert failed["kind"] == "run" and "ValueError: x" in str(failed["message"])
+    int_problems = [str(p["message"]) for p in problems(reports, "stream_int")]
+    # (a stream's outputs carry no data type: the backend's check sees it, in-process)
+    wrong_type = ["output 'OUT' is INT32, the configuration says FP32"]
+    assert int_problems == (wrong_type if isolation == "in-process" else [])
 
 
 def test_says_what_the_server_says(repository: Path) -> None:
