@@ -469,6 +469,8 @@ class Repository:
                     async with entry.lock:  # (being loaded for another ensemble: wait)
                         pass
                 continue
+            if entry is not None and entry.temp_dir is not None:
+                continue  # (loaded from files sent with its load request: kept as it is)
             if self.mode == "explicit" or entry is None or not entry.attempted:
                 with contextlib.suppress(CoreError):  # (then reported as not available)
                     await self.load(step)
