@@ -263,9 +263,10 @@ class InferenceServerClient(ClientCommon):
         """
         if self._closed and not queued:
             raise ClientClosedError("the client has been closed")
-        if "opentelemetry.trace" in sys.modules:
-            return self._traced(call, headers, query_params, cancel)
-        if self._direct:
+        span = None
+        if "opentelemetry.trace" in sys.modules:  # the application uses OpenTelemetry
+            span, headers = _tracing.begin(call, headers, self._address, self._propagate)
+        if self._direct and span is None:
             prepared = self._context.prepare(call, headers, query_params, self._plugin)
             response = self._pool.request(
                 prepared.head,
@@ -275,27 +276,12 @@ class InferenceServerClient(ClientCommon):
                 cancel=cancel,
             )
         else:
-            response = self._routed(call, headers, query_params, cancel)[0]
-        if self._verbose:
-            print(response)
-        return result_of(call, response, self._verbose)
-
-    def _traced(
-        self,
-        call: Call,
-        headers: Mapping[str, Any] | None,
-        query_params: Mapping[str, Any] | None,
-        cancel: Cancel | None,
-    ) -> Any:
-        """:meth:`_call` when OpenTelemetry is in use: trace context and client span."""
-        span, headers = _tracing.begin(call, headers, self._address, self._propagate)
-        index = 0
-        try:
-            response, index = self._routed(call, headers, query_params, cancel)
-        except BaseException as e:
-            _tracing.fail(span, e)
-            raise
-        _tracing.answered(span, response.status, self._addresses[index])
+            try:
+                response, index = self._routed(call, headers, query_params, cancel)
+            except BaseException as e:
+                _tracing.fail(span, e)
+                raise
+            _tracing.answered(span, response.status, self._addresses[index])
         if self._verbose:
             print(response)
         return result_of(call, response, self._verbose)

@@ -134,14 +134,20 @@ def _handler(recorder_box: list[Recorder]) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a test's timeout or cancellation) is not an error."""
+
+
 @contextmanager
 def recorder(
     answers: list[Answer] | Callable[[Seen], Answer] | None = None, port: int = 0
 ) -> Iterator[Recorder]:
     """A :class:`Recorder` serving on 127.0.0.1 (``port``: 0 for any free one)."""
     box: list[Recorder] = []
-    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(box))
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", port), _handler(box))
     rec = Recorder(server, answers=answers if answers is not None else [])
     box.append(rec)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
