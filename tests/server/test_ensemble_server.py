@@ -11,7 +11,9 @@ from typing import Any
 
 from ._wire import exchange, infer_body
 
-ARGS = ("--model-control-mode=explicit",)
+#: (a flag of its own: the differential tests play their script on a server started with
+#: just the control mode, and the pool would hand this module the same one)
+ARGS = ("--model-control-mode=explicit", "--exit-timeout-secs=7")
 IN4 = ("IN", "FP32", [1, 4], [1, 2, 3, 4])
 
 
