@@ -157,10 +157,11 @@ class Cancel:
 class _Connection:
     """One keep-alive socket; used by one thread at a time (the pool guarantees it)."""
 
-    __slots__ = ("_poller", "_scratch", "_sock", "_tls", "_view")
+    __slots__ = ("_poller", "_reader", "_scratch", "_sock", "_tls", "_view")
 
     def __init__(self, sock: socket.socket, tls: bool) -> None:
         self._sock = sock
+        self._reader = ResponseReader(reusable=True)  # its responses, one after another
         self._tls = tls
         self._scratch = bytearray(_SCRATCH)
         self._view = memoryview(self._scratch)
@@ -184,7 +185,8 @@ class _Connection:
     def exchange(self, head: bytes, body: Sequence[Buffer], size: int) -> Response:
         """Send one request and read its response (raises :class:`_Failure`)."""
         sent_all = False
-        reader = ResponseReader()
+        reader = self._reader
+        reader.reset()
         try:
             if self._send_request(head, body, size, reader):
                 sent_all = True
@@ -202,7 +204,8 @@ class _Connection:
         Raises :class:`_Failure`; the returned reader is in stream mode.
         """
         sent_all = False
-        reader = ResponseReader(stream=True)
+        reader = self._reader
+        reader.reset(stream=True)
         try:
             if self._send_request(head, body, size, reader):
                 sent_all = True

@@ -159,6 +159,9 @@ class ResponseReader:
     piece of body that arrives is kept until :meth:`take_body` hands it out (for
     responses read as they arrive, e.g. server-sent events); :meth:`head` gives the
     status and headers.
+
+    A ``reusable`` reader belongs to one connection and reads its responses one after
+    another (:meth:`reset` before each): its httptools parser is made once.
     """
 
     __slots__ = (
@@ -172,14 +175,21 @@ class ResponseReader:
         "_parser",
         "_pending",
         "_pending_size",
+        "_reusable",
         "_started",
         "complete",
         "head_complete",
         "status",
     )
 
-    def __init__(self, stream: bool = False) -> None:
+    def __init__(self, stream: bool = False, reusable: bool = False) -> None:
+        self._reusable = reusable
         self._parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
+        self.reset(stream)
+
+    def reset(self, stream: bool = False) -> None:
+        """Get ready for the next response on the same connection (a reusable reader,
+        after a complete response)."""
         self._fields: list[tuple[bytes, bytes]] = []
         self._length = -1
         self._chunked = False
@@ -243,10 +253,11 @@ class ResponseReader:
     def on_message_complete(self) -> None:
         if self.status:
             self.complete = True
-            # the parser holds this reader's callbacks: dropping it here breaks that
-            # reference cycle, so the reader and its body are freed as soon as they are
-            # no longer used rather than by the cyclic garbage collector
-            self._parser = None
+            if not self._reusable:
+                # the parser holds this reader's callbacks: dropping it here breaks that
+                # reference cycle, so the reader and its body are freed as soon as they
+                # are no longer used rather than by the cyclic garbage collector
+                self._parser = None
 
     # -- driving -------------------------------------------------------------------------
 
