@@ -27,11 +27,16 @@ def server_command(args: tuple[str, ...] | list[str]) -> list[str]:
     return [sys.executable, "-m", SERVER_MODULE, *args]
 
 
+#: what the server needs beyond tritonhttp itself (the ``server`` extra)
+SERVER_NEEDS = (SERVER_MODULE, "google.protobuf", "prometheus_client")
+
+
 def _server_installed() -> bool:
+    """Whether the server and the packages of the ``server`` extra can be imported."""
     import importlib.util
 
     try:
-        return importlib.util.find_spec(SERVER_MODULE) is not None
+        return all(importlib.util.find_spec(name) is not None for name in SERVER_NEEDS)
     except ImportError:
         return False
 

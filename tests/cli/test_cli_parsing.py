@@ -189,12 +189,14 @@ def _no_exec(*args: object) -> None:
     raise AssertionError(f"the server was run: {args}")
 
 
+@pytest.mark.parametrize("missing", ["tritonhttp.server", "google.protobuf", "prometheus_client"])
 def test_serve_without_the_bundled_server_says_how_to_get_it(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, missing: str
 ) -> None:
-    """The server made unimportable in this process (``sys.modules[name] = None``, what
-    ``find_spec`` reports as not installed): one line says how to get it."""
-    monkeypatch.setitem(sys.modules, "tritonhttp.server", None)
+    """The server, or a package of the ``server`` extra, made unimportable in this process
+    (``sys.modules[name] = None``, what ``find_spec`` reports as not installed): one line
+    says how to get it."""
+    monkeypatch.setitem(sys.modules, missing, None)
     monkeypatch.setattr(os, "execv", _no_exec)  # (a regression must not replace pytest)
     result = invoke_offline("serve", "--model-repository", "x")
     assert result.exit_code == 1

@@ -39,7 +39,6 @@ def _run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
             ["--model-repository", str(MODELS), "--no-such-flag"],
             "unrecognized arguments: --no-such-flag",
         ),
-        (["--model-repository", str(MODELS), "--grpc-port=9"], "--grpc-port is not supported"),
         (["--model-repository", str(MODELS), "--allow-grpc=true"], "gRPC is not implemented"),
         ([], "--model-repository is required"),
         (["--model-repository=/nonexistent/repo"], "the model repository does not exist"),
