@@ -763,6 +763,18 @@ CASES: list[Case] = [
     ("generate-model-error", "POST", "/v2/models/error_model/generate", j({"MODE": 0}), {}),
     ("generate-model-invalid", "POST", "/v2/models/error_model/generate", j({"MODE": 1}), {}),
     ("generate-bad-json", "POST", "/v2/models/add_sub/generate", "{", {}),
+    # nested lists of strings that disagree with the shape their outer list gives
+    *[
+        post(f"generate-bytes-nested-{i}", f"/v2/models/identity_bytes/{path}", j(body))
+        for i, (path, body) in enumerate(
+            [
+                ("generate", {"INPUT0": [["", ""]]}),
+                ("generate_stream", {"INPUT0": [["a", "b"], ["c", "d"]]}),
+                ("generate", {"INPUT0": [["a"], []]}),
+                ("generate", {"id": "r1", "parameters": {"INPUT0": [["a", "b", "c"]]}}),
+            ]
+        )
+    ],
     # NaN and Infinity: Triton's RapidJSON takes NaN, Inf and Infinity (signed) as numbers
     *[
         (
