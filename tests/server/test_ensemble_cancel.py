@@ -43,3 +43,4 @@ def test_queued_step_of_a_departed_client_never_runs(
     assert after["execution_count"] - before["execution_count"] == 1
     assert after["fail"] - before["fail"] == 1  # (the step request, cancelled)
     assert counts(p.stats("ens_probe"))["success"] == 1
+    assert p.model_metrics("ens_probe")["nv_inference_request_failure[CANCELED]"] == 1

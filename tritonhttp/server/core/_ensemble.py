@@ -374,15 +374,6 @@ class EnsembleVersion(ModelVersion):
         self._outputs = [o.name for o in config.output]
         self._optional = {i.name for i in config.input if i.optional}
 
-    def admit(self, req: InferRequest) -> None:
-        """The ensemble's admission rules; a refused request counts as a failure of the
-        ensemble (Triton counts it so)."""
-        try:
-            super().admit(req)
-        except CoreError:
-            self.stats.record_failure("OTHER", time.monotonic_ns() - req.start_ns)
-            raise
-
     async def infer(self, req: InferRequest) -> InferResponse:
         """Run the steps for an admitted request (or answer it from the response cache
         when the ensemble enables it); its response, or (decoupled) the completion marker
@@ -446,7 +437,12 @@ class EnsembleVersion(ModelVersion):
                 "one output is not set while no more ensemble steps can be made"
             )
         if run.error is not None:
-            self.stats.record_failure("OTHER", t1 - req.start_ns)
+            if req.cancelled:  # (its client went away)
+                self.stats.record_failure("CANCELED", t1 - req.start_ns)
+            else:  # Triton 2.51 counts a request that failed in its steps twice (and one
+                # its admission refused not at all)
+                self.stats.record_failure("OTHER", t1 - req.start_ns)
+                self.stats.record_failure("OTHER", t1 - req.start_ns)
             if stream is not None:
                 stream.put(InferResponse(error=run.error), True)
                 return InferResponse()
