@@ -19,9 +19,9 @@ connections, ``apt-get install -y wrk``) at each concurrency, the servers taking
 ``--rounds`` rounds. Per round: requests/s, p50 and p99 latency (wrk's), and the server's
 CPU per request (user + system time of the server's whole process tree -- our worker
 processes, real Triton's Python stubs -- over the round, divided by the requests wrk
-completed). After the load, the executed batch sizes of each model from the statistics
-extension, side by side. Before measuring, one request to each model must give the same
-outputs on every server.
+completed), and the batch sizes each server executed over the measured rounds of that
+concurrency (from the statistics extension), side by side. Before measuring, one request
+to each model must give the same outputs on every server.
 
 The models run under onnxruntime and numpy in both servers: real Triton's Python stub
 uses its own environment (nvidia-pytriton's venv, numpy 1.x), so this script installs
@@ -397,6 +397,7 @@ def measure_model(
     for c in concurrency:
         for s in servers.values():  # warm up
             wrk_round(s.url, request, c, 1, s.process.pid)
+        before = {name: batch_histogram(s.url, request.model) for name, s in servers.items()}
         results: dict[str, list[Round]] = {name: [] for name in servers}
         for _ in range(rounds):
             for name, s in servers.items():
@@ -404,6 +405,9 @@ def measure_model(
         print(f"{request.model} -c{c}:")
         for name, res in results.items():
             print(f"  {name}: {_summary(res)}")
+        for name, s in servers.items():
+            executed = _diff(batch_histogram(s.url, request.model), before[name])
+            print(f"  {name} executed batch sizes (size: executions): {executed}")
         if "triton" in results:
             pairs = zip(results["ours"], results["triton"], strict=True)
             ratios = [o.rps / t.rps for o, t in pairs]
@@ -422,13 +426,8 @@ def run(models: list[str], concurrency: list[int], seconds: float, rounds: int, 
                 digests = {n: answer_digest(s.url, reqs[model]) for n, s in servers.items()}
                 if len(set(digests.values())) != 1:
                     raise RuntimeError(f"{model}: the servers' outputs differ: {digests}")
-            before = {(n, m): batch_histogram(s.url, m) for n, s in servers.items() for m in models}
             for model in models:
                 measure_model(servers, reqs[model], concurrency, seconds, rounds)
-            for model in models:
-                print(f"{model} executed batch sizes (size: executions):")
-                for n, s in servers.items():
-                    print(f"  {n}: {_diff(batch_histogram(s.url, model), before[(n, model)])}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
