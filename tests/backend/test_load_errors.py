@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tritonhttp.server import _launch
+from tritonhttp.testing._load_log import message_of
 
 pytest_plugins = ["pytester"]
 
@@ -43,7 +44,7 @@ def make_repository(root: Path) -> Path:
 
 
 def _messages(log: str) -> list[str]:
-    return [line.split("] ", 1)[1] for line in log.splitlines() if "] " in line]
+    return [message_of(line) for line in log.splitlines() if "] " in line]
 
 
 def test_server_logs_loading_as_triton_does(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 
 import tritonhttp
 from tritonhttp.server import _launch
+from tritonhttp.testing._load_log import message_of
 
 CONFIG = """backend: "python"
 max_batch_size: 4
@@ -60,7 +61,7 @@ def _infer_twice(url: str) -> np.ndarray:  # type: ignore[type-arg]
 
 
 def _warnings(log: str) -> list[str]:
-    return [line.split("] ", 1)[1] for line in log.splitlines() if line.startswith("W")]
+    return [message_of(line) for line in log.splitlines() if line.startswith("W")]
 
 
 def test_warns_once_per_finding_in_process(tmp_path: Path) -> None:

@@ -8,11 +8,12 @@ REASON``, ``Poll failed for model directory 'NAME': REASON``); the pytest fixtur
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import re
 from collections.abc import Iterable, Iterator
 
-__all__ = ["collecting", "load_failures"]
+__all__ = ["collecting", "load_failures", "message_of"]
 
 _FAILURE = re.compile(
     r"(?:failed to load '(?P<name>[^']+)' version (?P<version>\d+): (?P<reason>.*)"
@@ -23,12 +24,23 @@ _FAILURE = re.compile(
 _HEAD = re.compile(r"^[IWEV]\d{4} \S+ \d+ \S+\] ")
 
 
+def message_of(line: str) -> str:
+    """A log line's message: the head taken off, a quoted message (Triton writes each as
+    a JSON string) read back."""
+    text = _HEAD.sub("", line.strip(), count=1)
+    if text.startswith('"'):
+        end = text.rfind('"')  # (a traceback may follow the message)
+        with contextlib.suppress(ValueError):
+            return str(json.loads(text[: end + 1])) + text[end + 1 :]
+    return text
+
+
 def load_failures(messages: Iterable[str]) -> dict[str, list[str]]:
     """Model name -> the reasons in these log messages (or whole log lines) why it
     failed to load (``version V: reason`` for a version's failure)."""
     failures: dict[str, list[str]] = {}
     for raw in messages:
-        match = _FAILURE.match(_HEAD.sub("", raw.strip(), count=1))
+        match = _FAILURE.match(message_of(raw))
         if match is None:
             continue
         if match["name"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -21,7 +22,11 @@ _LETTER = {
 
 
 class TritonFormatter(logging.Formatter):
-    """``default``: ``I1129 09:34:41.557384 <pid> <file>:<line>] <msg>``; or ISO8601."""
+    """``default``: ``I1129 09:34:41.557384 <pid> <file>:<line>] "<msg>"``; or ISO8601.
+
+    As tritonserver 2.51 writes them, a message is a JSON string (quoted, its quotes,
+    backslashes and control characters escaped), except a table, which starts on the
+    next line and is written as it is."""
 
     def __init__(self, iso8601: bool = False) -> None:
         super().__init__()
@@ -41,6 +46,8 @@ class TritonFormatter(logging.Formatter):
             stamp = time.strftime("%m%d %H:%M:%S", lt)
             head = f"{letter}{stamp}.{micros:06d} {record.process} {file}:{line}]"
         text = record.getMessage()
+        if not text.startswith("\n"):
+            text = json.dumps(text, ensure_ascii=False)
         if record.exc_info:
             text += "\n" + self.formatException(record.exc_info)
         return f"{head} {text}"

@@ -56,7 +56,7 @@ class ModelServices:
 
     @staticmethod
     def log(level: int, message: str, file: str, line: int) -> None:
-        model_log.log(_LEVELS.get(level, logging.INFO), '"%s"', message,
+        model_log.log(_LEVELS.get(level, logging.INFO), "%s", message,
                       extra={"triton_where": (file, line)})  # fmt: skip
 
     # ------------------------------------------------------------------ BLS
