@@ -30,7 +30,7 @@ ONE = ("IN", "INT32", [1], [1])
 
 GOOD = [
     "ens", "ens_stream", "ens_nobatch", "ens_pinned", "bls_ens", "ens_optional", "bls_stream",
-    "ens_echo",
+    "ens_echo", "ens_multi",
 ]  # fmt: skip
 #: ensembles whose graph (poll) or steps (load) Triton refuses, each with its own text
 BAD = [
@@ -73,6 +73,13 @@ INFERENCE: list[Step] = [
     ("POST", "/v2/models/ens_pinned/infer", infer_body(IN4, outputs=[{"name": "Y"}])),
     ("POST", "/v2/models/ens_pinned/infer", infer_body(IN4, outputs=[{"name": "COUNT"}])),
     ("POST", "/v2/models/ens_nobatch/infer", infer_body(("V", "INT32", [3], [1, 2, 3]))),
+    # five outputs from four steps: their order in the response
+    ("POST", "/v2/models/ens_multi/infer", infer_body(IN4)),
+    (
+        "POST",
+        "/v2/models/ens_multi/infer",
+        infer_body(IN4, outputs=[{"name": n} for n in ("Y2", "P1", "Y1", "C1", "P2")]),
+    ),
     # step errors: an error response, then an exception in the step's model
     ("POST", "/v2/models/ens/infer", infer_body(("IN", "FP32", [1, 4], [-1, 2, 3, 4]))),
     ("POST", "/v2/models/ens/infer", infer_body(("IN", "FP32", [1, 4], [-200, 2, 3, 4]))),

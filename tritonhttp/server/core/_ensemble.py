@@ -625,8 +625,7 @@ class EnsembleVersion(ModelVersion):
             return  # (a request left without a response gets the deadlock error)
         outputs = []
         wanted = set(run.wanted)
-        # Triton lists them in its hash map's order: the config's order reversed, as far as
-        # seen (a map of a few names iterates newest first)
+        # (Triton lists them in the reverse of the config's order)
         for name in reversed(self._outputs):
             if name not in wanted:
                 continue
