@@ -166,6 +166,7 @@ class ResponseReader:
 
     __slots__ = (
         "_body",
+        "_bypassed",
         "_chunked",
         "_chunks",
         "_fields",
@@ -185,11 +186,15 @@ class ResponseReader:
     def __init__(self, stream: bool = False, reusable: bool = False) -> None:
         self._reusable = reusable
         self._parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
+        self._bypassed = False  # body bytes went around the parser (body_received)
         self.reset(stream)
 
     def reset(self, stream: bool = False) -> None:
         """Get ready for the next response on the same connection (a reusable reader,
         after a complete response)."""
+        if self._bypassed:  # the parser did not see the end of the last body
+            self._parser = httptools.HttpResponseParser(self)
+        self._bypassed = False
         self._fields: list[tuple[bytes, bytes]] = []
         self._length = -1
         self._chunked = False
@@ -289,6 +294,7 @@ class ResponseReader:
 
     def body_received(self, n: int) -> None:
         """Record that ``n`` bytes were received into :meth:`body_window`."""
+        self._bypassed = True
         self._filled += n
         if self._filled >= self._length:
             self.complete = True

@@ -69,6 +69,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._url = url
         self.transport: asyncio.Transport | None = None
         self.reader: ResponseReader | None = None
+        self._own_reader = ResponseReader(reusable=True)  # its responses, one after another
         self.waiter: asyncio.Future[None] | None = None
         self.error: BaseException | None = None
         self.broken = False  # closed, reset, or got bytes while idle
@@ -180,6 +181,12 @@ class _Connection(asyncio.BufferedProtocol):
         self._cancel_timer()
         if self.transport is not None:
             self.transport.abort()
+
+    def next_reader(self, stream: bool) -> ResponseReader:
+        """The connection's reader, ready for its next response."""
+        reader = self._own_reader
+        reader.reset(stream)
+        return reader
 
     def begin(self, reader: ResponseReader, stream: bool) -> asyncio.Future[None]:
         """Start an exchange; the future completes when the answer (or its head) is in."""
@@ -491,7 +498,7 @@ class ConnectionPool:
         reused: bool,
         stream: bool,
     ) -> ResponseReader:
-        reader = ResponseReader(stream)
+        reader = conn.next_reader(stream)
         waiter = conn.begin(reader, stream)
         transport = conn.transport
         assert transport is not None
