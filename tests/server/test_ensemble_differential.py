@@ -11,6 +11,7 @@ import json
 import threading
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -479,3 +480,25 @@ def test_failures_as_triton_counts_them(
             deltas.append(fail() - before)
         added.append(deltas)
     assert added[1] == added[0] == [2, 0, 0, 0, 2, 2, 0]
+
+
+def test_ensembles_in_a_circle(
+    real_triton_factory: Any, bundled_server_factory: Any, tmp_path: Path
+) -> None:
+    """Loading ensembles that use each other, or themselves: the same refusals. (An
+    ensemble that uses such a circle crashes real Triton 2.51: test_ensemble_server.py
+    pins ours.)"""
+    from .test_ensemble_server import _ensemble_of
+
+    for name, step in (("e1", "e2"), ("e2", "e1"), ("e3", "e3")):
+        (tmp_path / name / "1").mkdir(parents=True)
+        (tmp_path / name / "config.pbtxt").write_text(_ensemble_of(name, step))
+    answers = []
+    for server in (real_triton_factory(tmp_path, *ARGS), bundled_server_factory(tmp_path, *ARGS)):
+        replies = [
+            exchange(server.url, "POST", f"/v2/repository/models/{name}/load")
+            for name in ("e1", "e3")
+        ]
+        answers.append([(r.status, json.loads(r.body)) for r in replies])
+    assert answers[1] == answers[0]
+    assert answers[0][0][1]["error"].endswith("e1 -> ... -> e2 -> e1\n")

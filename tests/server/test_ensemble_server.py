@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from ._wire import exchange, infer_body
@@ -119,3 +120,31 @@ def test_unloading_a_step(bundled_server_factory: Any, model_repo: Any) -> None:
     assert state() == ("READY", "")
     reply = exchange(url, "POST", "/v2/models/ens_pinned/infer", infer_body(IN4))
     assert reply.status == 200
+
+
+def _ensemble_of(name: str, step: str) -> str:
+    return (
+        f'name: "{name}"\nplatform: "ensemble"\nmax_batch_size: 8\n'
+        'input [ { name: "IN" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+        'output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+        f'ensemble_scheduling {{ step [ {{ model_name: "{step}" model_version: -1 '
+        'input_map { key: "IN" value: "IN" } output_map { key: "OUT" value: "OUT" } } ] }\n'
+    )
+
+
+def test_ensembles_in_a_circle_are_refused(bundled_server_factory: Any, tmp_path: Path) -> None:
+    """Ensembles that use each other (or themselves) fail to load with Triton's text; one
+    that uses such an ensemble finds it not available (real Triton 2.51 crashes there)."""
+    for name, step in (("e1", "e2"), ("e2", "e1"), ("e3", "e3"), ("e7", "e1")):
+        (tmp_path / name / "1").mkdir(parents=True)
+        (tmp_path / name / "config.pbtxt").write_text(_ensemble_of(name, step))
+    url = bundled_server_factory(tmp_path, *ARGS).url
+    expected = {
+        "e1": "circular dependency between ensembles: e1 -> ... -> e2 -> e1",
+        "e3": "circular dependency between ensembles: e3 -> ... -> e3 -> e3",
+        "e7": "ensemble e7 contains models that are not available or ambiguous: e1",
+    }
+    for name, text in expected.items():
+        reply = exchange(url, "POST", f"/v2/repository/models/{name}/load")
+        assert (reply.status, _error(reply)) == (400, f"load failed for model '{name}': {text}\n")
+    assert exchange(url, "GET", "/v2/health/live").status == 200

@@ -459,6 +459,13 @@ class Repository:
         ensemble against them; an ensemble that fails the check stops serving."""
         self._orphans.discard(name)
         found = self.scan()
+        closing = _closes_circle(name, cfg, found)
+        if closing is not None:
+            raise CoreError(
+                f"load failed for model '{name}': circular dependency between ensembles: "
+                f"{name} -> ... -> {closing} -> {name}\n",
+                Code.INVALID_ARG,
+            )
         for step in step_models(cfg):
             entry = self.models.get(step)
             if step == name:
@@ -686,6 +693,32 @@ def _is_ensemble(model_dir: Path) -> bool:
     except PollError:
         return False
     return cfg is not None and cfg.platform == "ensemble"
+
+
+def _ensemble_steps_in(model: str, found: dict[str, list[Path]]) -> list[str]:
+    """The step models of ``model`` when its one folder holds an ensemble, else none."""
+    dirs = found.get(model, [])
+    try:
+        cfg = read_config(dirs[0]) if len(dirs) == 1 else None
+    except PollError:
+        cfg = None
+    return step_models(cfg) if cfg is not None and cfg.platform == "ensemble" else []
+
+
+def _closes_circle(name: str, cfg: ModelConfig, found: dict[str, list[Path]]) -> str | None:
+    """The ensemble whose step leads back to ensemble ``name`` (``name`` itself when one
+    of its own steps is ``name``), following ensembles of ensembles; None: no circle."""
+    paths = [(step, name) for step in step_models(cfg)]
+    seen: set[str] = set()
+    while paths:
+        model, user = paths.pop()
+        if model == name:
+            return user
+        if model in seen:
+            continue
+        seen.add(model)
+        paths += [(step, model) for step in _ensemble_steps_in(model, found)]
+    return None
 
 
 def _load_order(names: list[str], found: dict[str, list[Path]]) -> list[list[str]]:
