@@ -14,6 +14,7 @@ import subprocess
 import pytest
 from cli_helpers import MODELS, SCRIPT, run_script
 
+from tritonhttp.testing._load_log import message_of
 from tritonhttp.testing._process import free_ports
 
 pytestmark = pytest.mark.skipif(
@@ -110,13 +111,9 @@ def test_grpc_flags_of_a_tritonserver_command_line_are_accepted_with_a_warning()
         warnings = [line for line in lines if "gRPC" in line]
         assert len(warnings) == 1, lines
         assert warnings[0].startswith("W")
-        assert (
-            warnings[0]
-            .rstrip()
-            .endswith(
-                "gRPC is not served (HTTP only): ignoring --grpc-port, --grpc-address, "
-                "--reuse-grpc-port"
-            )
+        assert message_of(warnings[0]).endswith(
+            "gRPC is not served (HTTP only): ignoring --grpc-port, --grpc-address, "
+            "--reuse-grpc-port"
         )
         assert run_script(["--url", url, "health", "ready"]).code == 0
     finally:
@@ -168,12 +165,8 @@ def test_sigint_says_what_it_waits_for_and_a_second_stops_at_once() -> None:
         time.sleep(1.5)  # the request is in execute by then (the server is otherwise idle)
         server.send_signal(signal.SIGINT)
         lines = _read_until(server, "in-flight request")
-        assert (
-            lines[-1]
-            .rstrip()
-            .endswith(
-                "SIGINT: waiting for 1 in-flight request, up to 30 s; Ctrl-C again to stop now"
-            )
+        assert message_of(lines[-1]).endswith(
+            "SIGINT: waiting for 1 in-flight request, up to 30 s; Ctrl-C again to stop now"
         ), lines
         server.send_signal(signal.SIGINT)
         code = server.wait(timeout=15)
