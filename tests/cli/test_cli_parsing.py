@@ -15,8 +15,8 @@ from cli_helpers import invoke_offline, json_shape, run_script
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tritonhttp_cli._bench import parse_levels
+from tritonhttp_cli._bench_measure import percentile
 from tritonhttp_cli._errors import CliError, InputError
-from tritonhttp_cli._load import percentile
 from tritonhttp_cli._metrics import parse_metrics, resolve_metrics_url
 from tritonhttp_cli._render import format_array, json_text
 from tritonhttp_cli._serve import server_command
