@@ -53,11 +53,32 @@ _REQUIRED_MSG = (
 )
 _MSG_REASON = "msg may be omitted (it defaults to None); calls that pass it work unchanged"
 _GENERATE = "new: Triton's generate extension (tritonclient has no generate endpoints)"
+_PRODUCTION = "'load_balancing', 'server_backoff', 'retries', 'propagate_trace_context'"
 _AIO_INIT_EXTRA = (
     "extra keyword-only parameters ['connect_timeout', 'read_timeout', 'pool_timeout', "
-    "'http_client']"
+    f"'http_client', {_PRODUCTION}]"
+)
+_PRODUCTION_REASON = (
+    "new, keyword-only: several servers (load_balancing, server_backoff), retries and "
+    "OpenTelemetry trace context (docs/production.md)"
+)
+_CANCEL = "new: cancel() stops a request that was sent or is waiting to be"
+_REF_ALL = (
+    "'InferAsyncRequest', 'InferInput', 'InferRequestedOutput', 'InferResult', "
+    "'InferenceServerClient', 'InferenceServerClientPlugin', 'InferenceServerException', "
+    "'Request'"
 )
 DELIBERATE_DIFFERENCES: dict[tuple[str, str], str] = {
+    ("tritonhttp", f"__all__ [{_REF_ALL}, 'Retry'] != [{_REF_ALL}]"): (
+        "new: tritonhttp.Retry, the retry policy of both clients"
+    ),
+    ("tritonhttp", "extra attribute: Retry"): "new: the retry policy of both clients",
+    ("tritonhttp.InferAsyncRequest", "extra member: cancel"): _CANCEL,
+    ("tritonhttp.aio.InferAsyncRequest", "extra member: cancel"): _CANCEL,
+    (
+        "tritonhttp.InferenceServerClient.__init__",
+        f"extra keyword-only parameters [{_PRODUCTION}]",
+    ): _PRODUCTION_REASON,
     ("tritonhttp.InferenceServerClient", "extra member: generate"): _GENERATE,
     ("tritonhttp.InferenceServerClient", "extra member: generate_stream"): _GENERATE,
     ("tritonhttp.aio.InferenceServerClient", "extra member: generate"): _GENERATE,
@@ -66,7 +87,8 @@ DELIBERATE_DIFFERENCES: dict[tuple[str, str], str] = {
         "new: start an inference and get an asyncio.Task (tritonclient.http.aio has none)"
     ),
     ("tritonhttp.aio.InferenceServerClient.__init__", _AIO_INIT_EXTRA): (
-        "new, keyword-only: separate connect/read/pool timeouts and a caller's httpx client"
+        "new, keyword-only: separate connect/read/pool timeouts and a caller's httpx client; "
+        "several servers, retries and trace context as in the sync client"
     ),
     ("tritonhttp.aio", "missing attribute: aiohttp"): (
         "tritonhttp.aio does not use aiohttp (an incidental import of tritonclient's module)"
@@ -92,8 +114,11 @@ DELIBERATE_DIFFERENCES: dict[tuple[str, str], str] = {
 DOCUMENTED_AS = {
     "InferenceServerException.__init__": "InferenceServerException(msg=None",
     "aio.InferenceServerClient.__init__": "`connect_timeout`, `read_timeout`, `pool_timeout`",
+    "InferenceServerClient.__init__": "`propagate_trace_context`",
+    "InferAsyncRequest": "`InferAsyncRequest.cancel()`",
     "InferenceServerClient": "`generate` and `generate_stream`",
     "tritonhttp.aio": "### `tritonhttp.aio`",
+    "tritonhttp": "`tritonhttp.Retry(",
 }
 
 PAIRS = [
