@@ -9,12 +9,12 @@ pass with the differential tier skipped). A provisioning failure is always an er
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from _pool import ServerPool
+from _real import skip_without_real_triton
 from _repos import materialise
 
 from tritonhttp.testing import _real_triton as rt
@@ -40,18 +40,6 @@ def model_repo(tmp_path_factory: pytest.TempPathFactory) -> ModelRepo:
 
 
 RealTritonFactory = Callable[..., rt.RealTriton]
-#: set to 1 to make the differential tier fail, not skip, where real Triton cannot run
-REQUIRE_REAL_TRITON = "TRITONHTTP_REQUIRE_REAL_TRITON"
-
-
-def skip_without_real_triton(problem: str | None) -> None:
-    """Skip for ``problem`` (why real Triton cannot run here; None: it can), or fail
-    when :data:`REQUIRE_REAL_TRITON` is ``1``."""
-    if not problem:
-        return
-    if os.environ.get(REQUIRE_REAL_TRITON, "").strip() == "1":
-        pytest.fail(f"{REQUIRE_REAL_TRITON}=1 but real Triton cannot run: {problem}")
-    pytest.skip(f"real Triton unavailable: {problem}")
 
 
 @pytest.fixture(scope="session")

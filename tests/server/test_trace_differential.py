@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import skip_without_real_triton
+from _real import skip_without_real_triton
 
 from tritonhttp.server import _launch
 from tritonhttp.testing import _real_triton as rt
