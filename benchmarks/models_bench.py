@@ -19,9 +19,10 @@ connections, ``apt-get install -y wrk``) at each concurrency, the servers taking
 ``--rounds`` rounds. Per round: requests/s, p50 and p99 latency (wrk's), and the server's
 CPU per request (user + system time of the server's whole process tree -- our worker
 processes, real Triton's Python stubs -- over the round, divided by the requests wrk
-completed), and the batch sizes each server executed over the measured rounds of that
-concurrency (from the statistics extension), side by side. Before measuring, one request
-to each model must give the same outputs on every server.
+completed; beside it, the part of the server's own process), and the batch sizes each
+server executed over the measured rounds of that concurrency (from the statistics
+extension), side by side. Before measuring, one request to each model must give the same
+outputs on every server.
 
 The models run under onnxruntime and numpy in both servers: real Triton's Python stub
 uses its own environment (nvidia-pytriton's venv, numpy 1.x), so this script installs
@@ -276,11 +277,13 @@ class Round:
     rps: float
     p50_ms: float
     p99_ms: float
-    cpu_ms: float  # server CPU per request
+    cpu_ms: float  # server CPU per request (the whole process tree)
+    main_cpu_ms: float  # of which the server's own process (not its workers or stubs)
 
 
-def _tree_cpu(pid: int) -> float:
-    """User + system seconds of ``pid`` and all its descendants (from /proc)."""
+def _tree_cpu(pid: int) -> tuple[float, float]:
+    """User + system seconds of ``pid`` and all its descendants, and of ``pid`` alone
+    (from /proc)."""
     ticks = os.sysconf("SC_CLK_TCK")
     parent: dict[int, int] = {}
     cpu: dict[int, float] = {}
@@ -301,7 +304,7 @@ def _tree_cpu(pid: int) -> float:
             if ppid == p and child not in tree:
                 tree.add(child)
                 frontier.append(child)
-    return sum(cpu.get(p, 0.0) for p in tree)
+    return sum(cpu.get(p, 0.0) for p in tree), cpu.get(pid, 0.0)
 
 
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
@@ -328,14 +331,15 @@ def wrk_round(url: str, request: Request, connections: int, seconds: float, pid:
             [*args, "-s", str(script), f"http://{url}{request.path}"],
             capture_output=True, text=True,
         ).stdout  # fmt: skip
-        spent = _tree_cpu(pid) - before
+        after = _tree_cpu(pid)
     done = re.search(r"(\d+) requests in", out)
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
     if not done or not rps or "Non-2xx" in out:
         raise RuntimeError(f"wrk failed against {url}{request.path}:\n{out}")
     count = max(int(done.group(1)), 1)
     return Round(float(rps.group(1)), _latency_ms(out, "50"), _latency_ms(out, "99"),
-                 spent / count * 1e3)  # fmt: skip
+                 (after[0] - before[0]) / count * 1e3,
+                 (after[1] - before[1]) / count * 1e3)  # fmt: skip
 
 
 def batch_histogram(url: str, model: str) -> dict[int, int]:
@@ -386,7 +390,8 @@ def _summary(rounds: list[Round]) -> str:
     return (
         f"{span([r.rps for r in rounds], 0)} req/s, p50 {span([r.p50_ms for r in rounds], 2)} ms, "
         f"p99 {span([r.p99_ms for r in rounds], 2)} ms, "
-        f"CPU {span([r.cpu_ms for r in rounds], 3)} ms/req"
+        f"CPU {span([r.cpu_ms for r in rounds], 3)} ms/req "
+        f"(server process {span([r.main_cpu_ms for r in rounds], 3)})"
     )
 
 
