@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from . import _tracing
 from ._client_common import USER_AGENT, ClientCommon, print_sent, result_of
@@ -35,6 +35,8 @@ from ._tensors import InferInput, InferRequestedOutput, InferResult
 from ._transport import Cancel, ConnectionPool, ResponseStream, make_ssl_context
 
 __all__ = ["InferAsyncRequest", "InferenceServerClient"]
+
+_T = TypeVar("_T")
 
 
 class InferAsyncRequest:
@@ -341,11 +343,19 @@ class InferenceServerClient(ClientCommon):
     ) -> tuple[Response, int]:
         """One try over the servers: the next server whenever a connection could not
         be opened (nothing was sent); the answer and its server's index."""
+        return self._on_first_server(
+            lambda index: self._send_to(index, call, headers, query_params, cancel)
+        )
+
+    def _on_first_server(self, send: Callable[[int], _T]) -> tuple[_T, int]:
+        """``send(index)`` to the servers in the set's order until one takes the
+        connection: its result and the server's index. A server that could not be
+        connected to (nothing was sent) is set aside."""
         servers = self._servers
         last: TransportError | None = None
         for index in servers.order():
             try:
-                response = self._send_to(index, call, headers, query_params, cancel)
+                result = send(index)
             except TransportError as e:
                 if not _unsent(e):
                     servers.released(index)
@@ -357,7 +367,7 @@ class InferenceServerClient(ClientCommon):
                 servers.released(index)
                 raise
             servers.succeeded(index)
-            return response, index
+            return result, index
         assert last is not None
         raise last
 
@@ -802,30 +812,16 @@ class InferenceServerClient(ClientCommon):
     ) -> tuple[ResponseStream, int]:
         """Open a streamed answer on the first server that takes a connection
         (``first``: the request prepared for the first server)."""
-        servers = self._servers
-        last: TransportError | None = None
-        for index in servers.order():
+
+        def send(index: int) -> ResponseStream:
             prepared = first
             if index:
                 prepared = self._contexts[index].prepare(call, headers, query_params, self._plugin)
-            try:
-                stream = self._pools[index].open_stream(
-                    prepared.head, prepared.body, prepared.size, idempotent=False
-                )
-            except TransportError as e:
-                if not _unsent(e):
-                    servers.released(index)
-                    raise
-                servers.failed(index)
-                last = e
-                continue
-            except BaseException:
-                servers.released(index)
-                raise
-            servers.succeeded(index)
-            return stream, index
-        assert last is not None
-        raise last
+            return self._pools[index].open_stream(
+                prepared.head, prepared.body, prepared.size, idempotent=False
+            )
+
+        return self._on_first_server(send)
 
     def _make_executor(self) -> concurrent.futures.ThreadPoolExecutor:
         with self._executor_lock:

@@ -11,8 +11,8 @@ import asyncio
 import http
 import ssl as _ssl
 import sys
-from collections.abc import Coroutine, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import Any, TypeVar
 
 from .. import _tracing
 from .._client_common import USER_AGENT, ClientCommon, print_sent, result_of
@@ -28,6 +28,8 @@ from ._stream import AsyncGenerateStream, BodyStream
 from ._timeouts import DEFAULT, Limits, Timeouts, _Default, _seconds
 
 __all__ = ["InferenceServerClient"]
+
+_T = TypeVar("_T")
 
 ClientTimeout = float | Timeouts | None | _Default
 
@@ -314,6 +316,21 @@ class InferenceServerClient(ClientCommon):
     ) -> tuple[Response, int, Prepared]:
         """One try over the servers: the next server whenever a connection could not
         be opened (nothing was sent)."""
+        return await self._on_first_server(
+            call, headers, query_params, first, lambda t, p: t.request(p, limits)
+        )
+
+    async def _on_first_server(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        first: Prepared,
+        send: Callable[[Any, Prepared], Awaitable[_T]],
+    ) -> tuple[_T, int, Prepared]:
+        """``send(transport, prepared)`` to the servers in the set's order until one takes
+        the connection: (its result, the server's index, the request as prepared for
+        it). A server that could not be connected to (nothing was sent) is set aside."""
         servers = self._servers
         last: TransportError | None = None
         for index in servers.order():
@@ -323,7 +340,7 @@ class InferenceServerClient(ClientCommon):
                 else self._contexts[index].prepare(call, headers, query_params, self._plugin)
             )
             try:
-                response = await self._transports[index].request(prepared, limits)
+                result = await send(self._transports[index], prepared)
             except TransportError as e:
                 if not _unsent(e):
                     servers.released(index)
@@ -335,7 +352,7 @@ class InferenceServerClient(ClientCommon):
                 servers.released(index)
                 raise
             servers.succeeded(index)
-            return response, index, prepared
+            return result, index, prepared
         assert last is not None
         raise last
 
@@ -828,27 +845,6 @@ class InferenceServerClient(ClientCommon):
         first: Prepared,
     ) -> tuple[BodyStream, int, Prepared]:
         """Open a streamed answer on the first server that takes a connection."""
-        servers = self._servers
-        last: TransportError | None = None
-        for index in servers.order():
-            prepared = (
-                first
-                if index == 0
-                else self._contexts[index].prepare(call, headers, query_params, self._plugin)
-            )
-            try:
-                stream = await self._transports[index].open_stream(prepared, limits)
-            except TransportError as e:
-                if not _unsent(e):
-                    servers.released(index)
-                    raise
-                servers.failed(index)
-                last = e
-                continue
-            except BaseException:
-                servers.released(index)
-                raise
-            servers.succeeded(index)
-            return stream, index, prepared
-        assert last is not None
-        raise last
+        return await self._on_first_server(
+            call, headers, query_params, first, lambda t, p: t.open_stream(p, limits)
+        )
