@@ -395,24 +395,12 @@ class EnsembleVersion(ModelVersion):
     async def _infer_from_cache(self, cache: ResponseCache, req: InferRequest) -> InferResponse:
         """The cached response (its outputs only, as Triton keeps them), or the steps' one,
         then cached; a failed request is neither cached nor counted as a miss."""
-        t0 = time.monotonic_ns()
-        key = cache.key(self.name, self.version, req)
-        hit = cache.lookup(key)
-        t1 = time.monotonic_ns()
-        cache.stats.lookup_ns += t1 - t0
-        if hit is not None:
-            self.stats.record_cache_hit(t1 - req.start_ns, t1 - t0)
-            return hit
-        response = await self._infer(req)
-        if response.error is None:
-            t2 = time.monotonic_ns()
-            existed = cache.contains(key)
-            cache.insert(key, InferResponse(response.outputs))
-            t3 = time.monotonic_ns()
-            cache.stats.insertion_ns += t3 - t2
-            if not existed:
-                self.stats.record_cache_miss((t1 - t0) + (t3 - t2))
-        return response
+        return await self._through_cache(
+            cache,
+            req,
+            lambda: self._infer(req),
+            lambda r: InferResponse(r.outputs) if r.error is None else None,
+        )
 
     async def _infer(self, req: InferRequest) -> InferResponse:
         t0 = time.monotonic_ns()

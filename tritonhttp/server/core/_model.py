@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from ._admission import Admission
 from ._backend_api import ModelInstance
@@ -168,6 +168,23 @@ class ModelVersion:
     async def _infer_cached(
         self, cache: ResponseCache, scheduler: Scheduler, req: InferRequest
     ) -> InferResponse:
+        return await self._through_cache(
+            cache,
+            req,
+            lambda: scheduler.infer(req),
+            lambda r: None if isinstance(r, Refusal) else r,
+        )
+
+    async def _through_cache(
+        self,
+        cache: ResponseCache,
+        req: InferRequest,
+        compute: Callable[[], Awaitable[InferResponse]],
+        kept: Callable[[InferResponse], InferResponse | None],
+    ) -> InferResponse:
+        """The cached response of ``req``, or ``compute()``'s, cached as ``kept`` says
+        (None: not cached, nor counted as a miss); lookups, insertions, hits and misses
+        counted as Triton counts them."""
         t0 = time.monotonic_ns()
         key = cache.key(self.name, self.version, req)
         hit = cache.lookup(key)
@@ -176,11 +193,12 @@ class ModelVersion:
         if hit is not None:
             self.stats.record_cache_hit(t1 - req.start_ns, t1 - t0)
             return hit
-        response = await scheduler.infer(req)
-        if not isinstance(response, Refusal):
+        response = await compute()
+        keep = kept(response)
+        if keep is not None:
             t2 = time.monotonic_ns()
             existed = cache.contains(key)
-            cache.insert(key, response)
+            cache.insert(key, keep)
             t3 = time.monotonic_ns()
             cache.stats.insertion_ns += t3 - t2
             if not existed:
