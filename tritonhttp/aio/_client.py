@@ -233,6 +233,20 @@ class InferenceServerClient(ClientCommon):
     ) -> Coroutine[Any, Any, Any]:
         """Check and prepare ``call`` now; the coroutine that sends it and gives its
         result (over the servers, with the retry policy and a client span as set)."""
+        span, headers, prepared = self._prepare_traced(call, headers, query_params)
+        if self._direct and span is None:
+            return self._send(call, prepared, limits)
+        return self._send_routed(call, headers, query_params, limits, prepared, span)
+
+    def _prepare_traced(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+    ) -> tuple[Any, Mapping[str, Any] | None, Prepared]:
+        """The call's client span (None: no OpenTelemetry in use), its headers with the
+        trace context, and the call prepared for the first server (a failure to prepare
+        ends the span with the error)."""
         span = None
         if "opentelemetry.trace" in sys.modules:
             span, headers = _tracing.begin(call, headers, self._address, self._propagate)
@@ -241,9 +255,7 @@ class InferenceServerClient(ClientCommon):
         except BaseException as e:
             _tracing.fail(span, e)
             raise
-        if self._direct and span is None:
-            return self._send(call, prepared, limits)
-        return self._send_routed(call, headers, query_params, limits, prepared, span)
+        return span, headers, prepared
 
     async def _call(
         self,
@@ -807,14 +819,7 @@ class InferenceServerClient(ClientCommon):
                     print(event["text_output"], end="")
         """
         call = Endpoints.generate(model_name, model_version, inputs, parameters, stream=True)
-        span = None
-        if "opentelemetry.trace" in sys.modules:
-            span, headers = _tracing.begin(call, headers, self._address, self._propagate)
-        try:
-            first = self._prepare(call, headers, query_params)
-        except BaseException as e:
-            _tracing.fail(span, e)
-            raise
+        span, headers, first = self._prepare_traced(call, headers, query_params)
         limits = self._limits_for(client_timeout)
         shown = [self._origin + first.target]
 
