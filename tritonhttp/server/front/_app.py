@@ -585,12 +585,9 @@ class HttpFrontend:
         for region in regions:
             region.users += 1
         try:
-            if self.forward is not None:
-                self._forward_headers(scope, request)
-            try:
-                model.admit(request)
-            except BackendError as e:
-                await send_error(send, e, TEXT)
+            refused = self._admit(scope, model, request)
+            if refused is not None:
+                await send_error(send, refused, TEXT)
                 return
             if ON_DISCONNECT in scope:  # the bundled HTTP server reports a lost client
                 link = self._reply_link(scope, model, parsed, identity)
@@ -605,6 +602,19 @@ class HttpFrontend:
         finally:
             for region in regions:
                 region.users -= 1
+
+    def _admit(
+        self, scope: Scope, model: ModelVersion, request: InferRequest
+    ) -> BackendError | None:
+        """The forwarded headers put on ``request``, then the model's admission checks:
+        None when admitted, else the refusal to answer."""
+        if self.forward is not None:
+            self._forward_headers(scope, request)
+        try:
+            model.admit(request)
+        except BackendError as e:
+            return e
+        return None
 
     async def _infer_traced(
         self, scope: Scope, receive: Receive, send: Send, model: ModelVersion, trace: Trace
@@ -627,12 +637,9 @@ class HttpFrontend:
             for region in regions:
                 region.users += 1
             try:
-                if self.forward is not None:
-                    self._forward_headers(scope, request)
-                try:
-                    model.admit(request)
-                except BackendError as e:
-                    await send_error(send, e, TEXT)
+                refused = self._admit(scope, model, request)
+                if refused is not None:
+                    await send_error(send, refused, TEXT)
                     return
                 trace_queued(request)
                 if ON_DISCONNECT in scope:
