@@ -189,27 +189,7 @@ def _build_request(model: ModelVersion, doc: Any) -> InferRequest:
             _put_parameters(req, schema, value)
         else:
             _put(req, schema, key, value, "")
-    _check_string_counts(req, model.name)
     return req
-
-
-def _check_string_counts(req: InferRequest, model: str) -> None:
-    """Triton's refusal of a BYTES input whose nested lists hold more or fewer strings
-    than the shape it was given (from the outer list) has room for."""
-    prefix = f"[request id: {req.id or '<id_unknown>'}] "
-    for name, tensor in req.inputs.items():
-        assert tensor.array is not None
-        count, found = math.prod(tensor.shape), tensor.array.size
-        if found > count:
-            raise CoreError(
-                f"{prefix}unexpected number of string elements {count + 1} for inference "
-                f"input '{name}' for model '{model}', expecting {count}"
-            )
-        if found < count:
-            raise CoreError(
-                f"{prefix}expected {count} string elements for inference input '{name}' "
-                f"for model '{model}', got {found}"
-            )
 
 
 def _put_parameters(req: InferRequest, schema: _Schema, value: Any) -> None:
@@ -253,8 +233,8 @@ def _put(req: InferRequest, schema: _Schema, key: str, value: Any, prefix: str) 
         arr = _json_data(values, wire, key, len(values))
         if arr.size == math.prod(shape):
             arr = arr.reshape(shape)
-        # (else BYTES of nested lists that disagree with the shape, refused once the whole
-        # request is read: _check_string_counts; numbers that do are refused as they parse)
+        # (else BYTES of nested lists that disagree with the shape: the model's admission
+        # refuses them with Triton's text; numbers that do are refused as they parse)
         req.inputs[key] = InputTensor(key, wire, shape, array=arr)
         return
     if isinstance(value, str):
