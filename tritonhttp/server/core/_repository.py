@@ -695,14 +695,15 @@ def _is_ensemble(model_dir: Path) -> bool:
     return cfg is not None and cfg.platform == "ensemble"
 
 
-def _ensemble_steps_in(model: str, found: dict[str, list[Path]]) -> list[str]:
-    """The step models of ``model`` when its one folder holds an ensemble, else none."""
+def _ensemble_steps_in(model: str, found: dict[str, list[Path]]) -> list[str] | None:
+    """The step models of ``model`` when its one folder holds an ensemble (None: not an
+    ensemble, or a config that cannot be read)."""
     dirs = found.get(model, [])
     try:
         cfg = read_config(dirs[0]) if len(dirs) == 1 else None
     except PollError:
         cfg = None
-    return step_models(cfg) if cfg is not None and cfg.platform == "ensemble" else []
+    return step_models(cfg) if cfg is not None and cfg.platform == "ensemble" else None
 
 
 def _closes_circle(name: str, cfg: ModelConfig, found: dict[str, list[Path]]) -> str | None:
@@ -717,7 +718,7 @@ def _closes_circle(name: str, cfg: ModelConfig, found: dict[str, list[Path]]) ->
         if model in seen:
             continue
         seen.add(model)
-        paths += [(step, model) for step in _ensemble_steps_in(model, found)]
+        paths += [(step, model) for step in _ensemble_steps_in(model, found) or []]
     return None
 
 
@@ -727,13 +728,9 @@ def _load_order(names: list[str], found: dict[str, list[Path]]) -> list[list[str
     (ensembles that use each other in a circle come last, together)."""
     steps: dict[str, set[str]] = {}
     for name in names:
-        dirs = found.get(name, [])
-        try:
-            cfg = read_config(dirs[0]) if len(dirs) == 1 else None
-        except PollError:
-            cfg = None
-        if cfg is not None and cfg.platform == "ensemble":
-            steps[name] = set(step_models(cfg))
+        used = _ensemble_steps_in(name, found)
+        if used is not None:
+            steps[name] = set(used)
     levels = [[n for n in names if n not in steps]]
     left = [n for n in names if n in steps]
     while left:
