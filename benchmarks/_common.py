@@ -159,6 +159,37 @@ def instances_always_inline() -> None:
     _runner.InstanceRunner.__init__ = always_inline  # type: ignore[method-assign]
 
 
+def process_tree(root: int) -> list[tuple[int, int]]:
+    """(pid, depth below ``root``) of ``root`` and all its descendants, from the parent
+    ids in ``/proc/*/stat`` (a server and its worker processes, or real Triton and its
+    Python stubs)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [(root, 0)]
+    while todo:
+        pid, depth = todo.pop()
+        out.append((pid, depth))
+        todo.extend((child, depth + 1) for child in children.get(pid, []))
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system seconds ``pid`` has used (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def machine() -> str:
     """One line naming the machine a run was measured on (ratios differ between kinds).
 

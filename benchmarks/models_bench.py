@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import statistics
@@ -50,9 +49,9 @@ from typing import Any
 import numpy as np
 
 try:
-    from _common import machine
+    from _common import cpu_seconds, machine, process_tree
 except ImportError:  # run as a module
-    from benchmarks._common import machine
+    from benchmarks._common import cpu_seconds, machine, process_tree
 
 MLP_CONFIG = """name: "mlp"
 backend: "python"
@@ -282,29 +281,9 @@ class Round:
 
 
 def _tree_cpu(pid: int) -> tuple[float, float]:
-    """User + system seconds of ``pid`` and all its descendants, and of ``pid`` alone
-    (from /proc)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    parent: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(entry)] = int(fields[1])
-        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
-    tree, frontier = {pid}, [pid]
-    while frontier:
-        p = frontier.pop()
-        for child, ppid in parent.items():
-            if ppid == p and child not in tree:
-                tree.add(child)
-                frontier.append(child)
-    return sum(cpu.get(p, 0.0) for p in tree), cpu.get(pid, 0.0)
+    """User + system seconds of ``pid`` and all its descendants, and of ``pid`` alone."""
+    own = cpu_seconds(pid)
+    return own + sum(cpu_seconds(p) for p, depth in process_tree(pid) if depth), own
 
 
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}

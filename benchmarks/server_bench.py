@@ -42,9 +42,9 @@ from typing import Any
 import numpy as np
 
 try:
-    from _common import ADD_BODY, binary_round_trip, machine, wrk
+    from _common import ADD_BODY, binary_round_trip, machine, process_tree, wrk
 except ImportError:  # run as a module
-    from benchmarks._common import ADD_BODY, binary_round_trip, machine, wrk
+    from benchmarks._common import ADD_BODY, binary_round_trip, machine, process_tree, wrk
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "models"
@@ -90,31 +90,11 @@ def _start_real(repo: Path) -> Any:
     return rt.start(repo)
 
 
-def _descendants(pid: int) -> list[int]:
-    """``pid`` and every process below it (from the parent ids in ``/proc/*/stat``)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rpartition(")")[2].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        found.append(p)
-        todo.extend(children.get(p, ()))
-    return found
-
-
 def _memory_mib(pid: int) -> float:
     """Proportional set size of ``pid``'s process tree in MiB (resident size where the
     kernel gives no ``smaps_rollup``)."""
     total_kib = 0
-    for p in _descendants(pid):
+    for p, _ in process_tree(pid):
         for name, key in (("smaps_rollup", "Pss:"), ("status", "VmRSS:")):
             try:
                 text = Path(f"/proc/{p}/{name}").read_text()

@@ -47,9 +47,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 try:
-    from _common import ADD_BODY, machine
+    from _common import ADD_BODY, machine, process_tree
 except ImportError:  # run as a module
-    from benchmarks._common import ADD_BODY, machine
+    from benchmarks._common import ADD_BODY, machine, process_tree
 
 from tritonhttp.testing import _process
 
@@ -192,26 +192,6 @@ def _requests(server: Started, n: int) -> None:
 # ----------------------------------------------------------------------------- memory
 
 
-def _tree(root: int) -> list[tuple[int, int]]:
-    """(pid, depth below ``root``) of ``root`` and all its descendants."""
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        parents.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [(root, 0)]
-    while todo:
-        pid, depth = todo.pop()
-        out.append((pid, depth))
-        todo.extend((child, depth + 1) for child in parents.get(pid, []))
-    return out
-
-
 def _rollup(pid: int) -> dict[str, int]:
     """``Rss`` and ``Pss`` of one process, bytes (empty once it is gone)."""
     values = {}
@@ -227,7 +207,7 @@ def _rollup(pid: int) -> dict[str, int]:
 
 
 def _memory(server: Started) -> dict[str, float]:
-    tree = _tree(server.process.pid)
+    tree = process_tree(server.process.pid)
     total = {"Rss": 0, "Pss": 0}
     for pid, _ in tree:
         for key, value in _rollup(pid).items():
