@@ -16,6 +16,7 @@ Both directions avoid per-element Python bytecode on the hot path:
 
 from __future__ import annotations
 
+import array
 import mmap
 import struct
 from collections.abc import Sequence
@@ -52,6 +53,15 @@ def element_list(array: np.ndarray[Any, Any]) -> list[bytes]:
     return [_as_bytes(x) for x in items]
 
 
+def _lengths(items: Sequence[bytes]) -> np.ndarray[Any, Any]:
+    """The elements' lengths as little-endian ``u4`` (the prefixes), counted in C."""
+    try:
+        counted = array.array("I", map(len, items))  # C unsigned int: 4 bytes
+    except OverflowError:
+        raise ValueError("a BYTES element is larger than 4 GiB") from None
+    return np.frombuffer(counted, dtype=np.uint32).astype("<u4", copy=False)
+
+
 def pack_items(items: Sequence[bytes]) -> bytes:
     """Frame already-encoded elements: ``<u32 len><bytes>`` each, concatenated."""
     n = len(items)
@@ -64,10 +74,7 @@ def pack_items(items: Sequence[bytes]) -> bytes:
                 raise ValueError("a BYTES element is larger than 4 GiB")
             parts += (_U32.pack(len(item)), item)
         return b"".join(parts)
-    lengths = np.fromiter(map(len, items), dtype=np.int64, count=n)
-    if int(np.max(lengths)) > _MAX_ELEMENT:
-        raise ValueError("a BYTES element is larger than 4 GiB")
-    prefixes = lengths.astype("<u4")
+    prefixes = _lengths(items)
     payload = b"".join(items)
     if len(payload) >= _LONG * n:
         # Long elements: interleave the prefixes with the elements, one join.
@@ -78,7 +85,7 @@ def pack_items(items: Sequence[bytes]) -> bytes:
     # Short elements: scatter prefixes and payload bytes into one buffer.
     out = np.empty(4 * n + len(payload), dtype=np.uint8)
     starts = np.arange(0, 4 * n, 4, dtype=np.int64)
-    starts[1:] += np.cumsum(lengths[:-1])
+    starts[1:] += np.cumsum(prefixes[:-1], dtype=np.int64)
     is_payload = np.ones(out.size, dtype=np.bool_)
     prefix_bytes = prefixes.view(np.uint8).reshape(n, 4)
     for k in range(4):
@@ -106,6 +113,11 @@ def _equal_length(buf: bytes, first_len: int, count: int | None) -> list[bytes] 
         return None
     n = total // stride
     if count is not None and n != count:
+        return None
+    # two sampled prefixes rule out most variable-length buffers before the full check
+    if _U32.unpack_from(buf, total - stride)[0] != first_len:
+        return None
+    if _U32.unpack_from(buf, (n // 2) * stride)[0] != first_len:
         return None
     rows = np.frombuffer(buf, dtype=np.uint8).reshape(n, stride)
     prefixes = np.ascontiguousarray(rows[:, :4]).view("<u4").ravel()
