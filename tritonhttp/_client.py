@@ -32,7 +32,7 @@ from ._routing import ROUND_ROBIN, Retry, ServerSet, check_policy, resolve_retry
 from ._routing import retry_after as _retry_after
 from ._routing import unsent as _unsent
 from ._tensors import InferInput, InferRequestedOutput, InferResult
-from ._transport import Cancel, ConnectionPool, ResponseStream, make_ssl_context
+from ._transport import Cancel, ConnectionPool, InFlight, ResponseStream, make_ssl_context
 
 __all__ = ["InferAsyncRequest", "InferenceServerClient"]
 
@@ -50,6 +50,11 @@ class InferAsyncRequest:
 
     _cancel: Cancel | None = None
     _on_dropped: Callable[[], None] | None = None
+    _flight: InFlight | None = None  # sent from the caller's thread (see _sent_now)
+    _call: Call
+    _span: Any
+    _outcome_lock: threading.Lock
+    _outcome: InferResult | BaseException | None
 
     def __init__(
         self,
@@ -59,6 +64,49 @@ class InferAsyncRequest:
         self._future = greenlet
         self._verbose = verbose
 
+    @classmethod
+    def _sent_now(
+        cls, flight: InFlight, call: Call, cancel: Cancel, span: Any
+    ) -> InferAsyncRequest:
+        """A handle whose response waits in its socket until it is asked for (``span``:
+        the call's client span, ended when the response is read)."""
+        request = cls.__new__(cls)
+        request._span = span
+        request._verbose = False
+        request._flight = flight
+        request._call = call
+        request._cancel = cancel
+        request._outcome_lock = threading.Lock()
+        request._outcome = None
+        return request
+
+    def _landed(self, flight: InFlight, block: bool, timeout: float | None) -> InferResult:
+        if not flight.done:
+            wait = timeout if block else 0.0
+            if wait is not None and not flight.arrived(wait):
+                raise_error("failed to obtain inference response")
+        with self._outcome_lock:
+            outcome = self._outcome
+            if outcome is None:
+                outcome = self._interpret(flight)
+                self._outcome = outcome
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _interpret(self, flight: InFlight) -> InferResult | BaseException:
+        try:
+            response = flight.settle()
+        except Exception as e:
+            _tracing.fail(self._span, e)
+            return e
+        _tracing.answered(self._span, response.status, flight.address)
+        try:
+            result: InferResult = result_of(self._call, response, False)
+            return result
+        except Exception as e:
+            return e
+
     def cancel(self) -> bool:
         """Stop the request: False when it had already finished, else True.
 
@@ -67,6 +115,12 @@ class InferAsyncRequest:
         never runs, a running one sees ``request.is_cancelled()``). ``get_result`` then
         raises ``RequestCancelled`` (an ``InferenceServerException``).
         """
+        flight = self._flight
+        if flight is not None:
+            if flight.done or self._cancel is None:
+                return False
+            self._cancel.cancel()
+            return True
         if self._future.cancel():
             if self._on_dropped is not None:
                 self._on_dropped()
@@ -86,6 +140,9 @@ class InferAsyncRequest:
             InferenceServerException: the result is not ready in time ("failed to obtain
                 inference response"), or the server answered with an error.
         """
+        flight = self._flight
+        if flight is not None:
+            return self._landed(flight, block, timeout)
         try:
             outcome = self._future.result(timeout=timeout if block else 0)
         except concurrent.futures.TimeoutError:
@@ -97,7 +154,8 @@ class InferAsyncRequest:
         return outcome
 
     def __repr__(self) -> str:
-        state = "done" if self._future.done() else "pending"
+        done = self._flight.done if self._flight is not None else self._future.done()
+        state = "done" if done else "pending"
         return f"<InferAsyncRequest {state}>"
 
 
@@ -212,6 +270,9 @@ class InferenceServerClient(ClientCommon):
         self._servers = ServerSet(len(addresses), load_balancing, *backoff)
         # one server, no retries: each call goes straight to the one pool
         self._direct = len(addresses) == 1 and not self._retry.total
+        # async_infer may send from the caller's thread (not when it must print, or when
+        # max_greenlets counts requests until they are read by a thread of their own)
+        self._inline = self._direct and not verbose and self._pending is None
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -226,6 +287,7 @@ class InferenceServerClient(ClientCommon):
         if self._executor is not None:
             self._executor.shutdown(wait=False)
         for pool in self._pools:
+            pool.drop_inflight()
             pool.close()
 
     def __repr__(self) -> str:
@@ -241,6 +303,8 @@ class InferenceServerClient(ClientCommon):
         if self._closed:
             return
         self._closed = True
+        for pool in self._pools:
+            pool.settle_all()  # async_infer responses still in their sockets
         with self._executor_lock:
             executor = self._executor
         if executor is not None:
@@ -682,12 +746,16 @@ class InferenceServerClient(ClientCommon):
         )
         if self._closed:
             raise ClientClosedError("the client has been closed")
+        cancel = Cancel()
+        if self._inline:
+            sent = self._send_now(call, headers, query_params, cancel)
+            if sent is not None:
+                return sent
         headers = dict(headers) if headers else None  # the caller may reuse their dict
         executor = self._executor or self._make_executor()
         pending = self._pending
         if pending is not None:
             pending.acquire()
-        cancel = Cancel()
         try:
             if "opentelemetry.context" in sys.modules:  # the caller's span goes along
                 future = executor.submit(
@@ -711,6 +779,42 @@ class InferenceServerClient(ClientCommon):
         if pending is not None:  # a request dropped before it ran gives its place back
             request._on_dropped = pending.release
         return request
+
+    def _send_now(
+        self,
+        call: Call,
+        headers: Mapping[str, Any] | None,
+        query_params: Mapping[str, Any] | None,
+        cancel: Cancel,
+    ) -> InferAsyncRequest | None:
+        """``async_infer`` without a thread: a small request goes out from this thread on
+        an idle connection, and its response is read when first asked for (see
+        ``ConnectionPool.send_now``). None when that is not possible at once."""
+        spans: list[Any] = []
+
+        def prepare() -> tuple[bytes, list[Any]]:
+            sent = headers
+            if "opentelemetry.trace" in sys.modules:  # the caller's span is current here
+                span, sent = _tracing.begin(call, headers, self._address, self._propagate)
+                spans.append(span)
+            prepared = self._context.prepare(call, sent, query_params, self._plugin)
+            return prepared.head, prepared.body
+
+        try:
+            flight = self._pool.send_now(call.size, prepare, cancel)
+        except Exception as e:  # a bad header: raised by get_result, as when sent later
+            if spans:
+                _tracing.fail(spans[0], e)
+            done: concurrent.futures.Future[InferResult | BaseException] = (
+                concurrent.futures.Future()
+            )
+            done.set_result(e)
+            return InferAsyncRequest(done)
+        if flight is None:
+            if spans:  # sent nowhere: the thread that sends it records its own span
+                _tracing.fail(spans[0], ConnectionAbortedError("not sent on this connection"))
+            return None
+        return InferAsyncRequest._sent_now(flight, call, cancel, spans[0] if spans else None)
 
     def _run_async(
         self,

@@ -12,10 +12,15 @@ by httptools, and the body received straight into its final buffer with ``recv_i
 * On Linux the network timeout of a plain TCP socket is kept by the kernel, so that a
   request is three system calls (the idle check, ``sendmsg``, ``recv_into``).
 * A request may carry a :class:`Cancel`: another thread can then stop it at once.
+* :meth:`ConnectionPool.send_now` sends a small request from the caller's thread on an
+  idle connection and leaves its response in the socket until someone asks for it
+  (:class:`InFlight`): ``async_infer`` without a thread hop. A thread that needs a
+  connection while every one is held that way reads the oldest such response first.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import queue
 import select
@@ -30,7 +35,7 @@ from typing import Any, TypeVar
 from ._errors import ClientClosedError, RequestCancelled, TransportError, transport_error
 from ._protocol import Buffer, Response, ResponseReader, ServerAddress
 
-__all__ = ["Cancel", "ConnectionPool", "ResponseStream", "make_ssl_context"]
+__all__ = ["Cancel", "ConnectionPool", "InFlight", "ResponseStream", "make_ssl_context"]
 
 _T = TypeVar("_T")
 
@@ -38,6 +43,10 @@ _IOV_MAX = 512  # well below every platform's IOV_MAX
 _SCRATCH = 65536
 _COALESCE = 16384  # TLS: small buffers are joined into one record
 _HAS_POLL = hasattr(select, "poll")
+#: the largest request body :meth:`ConnectionPool.send_now` sends from the caller's thread
+#: (far below a socket's send buffer, so the send never waits for the server)
+INLINE_MAX = 16384
+_SLOT_WAIT = 0.05  # seconds between looks for in-flight responses to read while waiting
 
 
 def make_ssl_context(
@@ -172,15 +181,19 @@ class _Connection:
 
     def is_stale(self) -> bool:
         """Whether the idle socket became readable (closed by the server, or junk)."""
+        return self.readable(0.0)
+
+    def readable(self, timeout: float) -> bool:
+        """Whether data (or the end of the stream) arrives within ``timeout`` seconds."""
         try:
             if self._tls and self._sock.pending():  # type: ignore[attr-defined]
                 return True
             if self._poller is not None:
-                return bool(self._poller.poll(0))
-            readable, _, _ = select.select([self._sock], [], [], 0)
+                return bool(self._poller.poll(max(0, round(timeout * 1000))))
+            readable, _, _ = select.select([self._sock], [], [], max(0.0, timeout))
             return bool(readable)
         except (OSError, ValueError):
-            return True
+            return True  # closed meanwhile: reading tells what happened
 
     def exchange(self, head: bytes, body: Sequence[Buffer], size: int) -> Response:
         """Send one request and read its response (raises :class:`_Failure`)."""
@@ -340,6 +353,7 @@ class ConnectionPool:
         for _ in range(size):
             self._slots.put(None)
         self._idle: list[_Connection] = []
+        self._inflight: collections.deque[InFlight] = collections.deque()
         self._lock = threading.Lock()
         self._closed = False
 
@@ -389,7 +403,7 @@ class ConnectionPool:
         """
         if self._closed:
             raise ClientClosedError("the client has been closed (connection pool closed)")
-        self._slots.get()
+        self._take_slot()
         try:
             conn = self._checkout()
             reused = conn is not None
@@ -409,6 +423,99 @@ class ConnectionPool:
         except BaseException:
             self._slots.put(None)
             raise
+
+    def _take_slot(self) -> None:
+        """Wait for a free slot; while every slot is held by an :class:`InFlight`
+        request, read the oldest one's response (which frees its slot)."""
+        slots = self._slots
+        while True:
+            try:
+                slots.get_nowait()
+                return
+            except queue.Empty:
+                pass
+            with self._lock:
+                oldest = self._inflight[0] if self._inflight else None
+            if oldest is not None:
+                oldest.settle_quietly()
+                continue
+            try:
+                slots.get(timeout=_SLOT_WAIT)
+                return
+            except queue.Empty:
+                continue
+
+    def send_now(
+        self,
+        size: int,
+        prepare: Callable[[], tuple[bytes, Sequence[Buffer]]],
+        cancel: Cancel,
+    ) -> InFlight | None:
+        """Send a small request from this thread on an idle connection and return at
+        once. ``prepare()`` gives the request head and body (``size`` bytes); it is
+        called only once a connection is held, and what it raises is raised here.
+
+        None (nothing sent) when no slot or idle connection is free at once, the body
+        is larger than :data:`INLINE_MAX`, or the connection failed while sending.
+        """
+        if size > INLINE_MAX or self._closed:
+            return None
+        try:
+            self._slots.get_nowait()
+        except queue.Empty:
+            return None
+        conn = self._checkout()
+        if conn is None:
+            self._slots.put(None)
+            return None
+        try:
+            head, body = prepare()
+        except BaseException:
+            self._checkin(conn, True)
+            self._slots.put(None)
+            raise
+        reader = conn._reader
+        reader.reset()
+        try:
+            cancel.attach(conn)
+            conn._send_request(head, body, size, reader)
+        except (OSError, TransportError):
+            cancel.attach(None)
+            conn.close()
+            self._slots.put(None)
+            return None
+        flight = InFlight(self, conn, cancel)
+        with self._lock:
+            self._inflight.append(flight)
+        return flight
+
+    def settle_all(self) -> None:
+        """Read every :class:`InFlight` response still in its socket (before closing)."""
+        while True:
+            with self._lock:
+                oldest = self._inflight[0] if self._inflight else None
+            if oldest is None:
+                return
+            oldest.settle_quietly()
+
+    def _landed(self, flight: InFlight, conn: _Connection, keep_alive: bool | None) -> None:
+        """``flight`` is over: its connection back (``keep_alive`` None: closed), its slot free."""
+        with self._lock, contextlib.suppress(ValueError):
+            self._inflight.remove(flight)
+        try:
+            if keep_alive is None:
+                conn.close()
+            else:
+                self._checkin(conn, keep_alive)
+        finally:
+            self._slots.put(None)
+
+    def drop_inflight(self) -> None:
+        """Close the connections of unread :class:`InFlight` requests (client abandoned)."""
+        with self._lock:
+            flights, self._inflight = list(self._inflight), collections.deque()
+        for flight in flights:
+            flight._conn.close()
 
     def _exchange(
         self,
@@ -501,6 +608,76 @@ class ConnectionPool:
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+
+
+class InFlight:
+    """A request sent by :meth:`ConnectionPool.send_now` whose response waits in its socket.
+
+    :meth:`settle` reads it (once, from whichever thread comes first; later calls give
+    the same outcome), returns the connection to the pool and frees its slot.
+    """
+
+    __slots__ = ("_cancel", "_conn", "_error", "_lock", "_pool", "_response", "done")
+
+    def __init__(self, pool: ConnectionPool, conn: _Connection, cancel: Cancel) -> None:
+        self._pool = pool
+        self._conn = conn
+        self._cancel = cancel
+        self._lock = threading.Lock()
+        self._response: Response | None = None
+        self._error: BaseException | None = None
+        self.done = False
+
+    @property
+    def address(self) -> ServerAddress:
+        """The server the request went to."""
+        return self._pool._address
+
+    def arrived(self, timeout: float) -> bool:
+        """Whether the response has started to arrive within ``timeout`` seconds."""
+        return self.done or self._conn.readable(timeout)
+
+    def settle(self) -> Response:
+        """Read the response (raises the pool's ``TransportError``, or ``RequestCancelled``)."""
+        with self._lock:
+            if not self.done:
+                try:
+                    self._read()
+                finally:
+                    self.done = True
+        if self._error is not None:
+            raise self._error
+        assert self._response is not None
+        return self._response
+
+    def settle_quietly(self) -> None:
+        """:meth:`settle`, its outcome kept for whoever asks for it."""
+        with contextlib.suppress(Exception):
+            self.settle()
+
+    def _read(self) -> None:
+        conn = self._conn
+        reader = conn._reader
+        keep_alive: bool | None = None
+        try:
+            conn._receive(reader)
+            if self._cancel.cancelled:  # stopped, though the answer had come: not used
+                raise RequestCancelled("the request was cancelled")
+            self._response = reader.response()
+            keep_alive = self._response.keep_alive
+        except (OSError, TransportError, RequestCancelled) as e:
+            cause = _timed_out(e) if isinstance(e, OSError) else e
+            if self._cancel.cancelled:
+                self._error = RequestCancelled("the request was cancelled")
+            else:
+                self._error = self._pool._error(cause)
+        except BaseException:  # e.g. KeyboardInterrupt: the connection cannot be reused
+            self._error = self._pool._error(ConnectionAbortedError("interrupted"))
+            self._cancel.attach(None)
+            self._pool._landed(self, conn, None)
+            raise
+        self._cancel.attach(None)
+        self._pool._landed(self, conn, keep_alive)
 
 
 class ResponseStream:

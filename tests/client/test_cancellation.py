@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -115,6 +116,23 @@ def test_cancel_stops_the_running_request_and_drops_the_queued_one(served: Serve
     assert after["executions"] - before["executions"] == 2  # the cancelled one and the last
     assert canceled - canceled_before >= 1  # the queued request, counted as Triton does
     assert after["fail"] - before["fail"] >= 1
+
+
+def test_cancel_reaches_a_request_sent_from_the_callers_thread(served: Served) -> None:
+    ident = next(_ids)
+    with tritonhttp.InferenceServerClient(served.url) as client:
+        client.infer("cancellable", _inputs(next(_ids), 0))  # an idle connection: no thread
+        threads = set(threading.enumerate())
+        request = client.async_infer("cancellable", _inputs(ident, 20))
+        assert wait_mark(served.marks, "started", ident)
+        assert set(threading.enumerate()) <= threads  # sent from this thread
+        assert request.cancel() is True
+        with pytest.raises(RequestCancelled):
+            request.get_result()
+        assert wait_mark(served.marks, "cancelled", ident, timeout=10)
+        assert request.cancel() is False  # over
+        assert client.infer("cancellable", _inputs(next(_ids), 0)).as_numpy("OUT") is not None
+    assert not has_mark(served.marks, "finished", ident)
 
 
 def test_a_request_not_yet_sent_is_never_sent(served: Served) -> None:
