@@ -6,12 +6,16 @@ length followed by that many raw bytes; no padding, no element count.
 Both directions avoid per-element Python bytecode on the hot path:
 
 * serialization writes the length prefixes and the joined payload into one numpy buffer
-  (short elements) or joins prefixes interleaved with the elements (long ones);
+  through a mask of the prefix bytes (short elements) or joins prefixes interleaved with
+  the elements (long ones);
 * deserialization takes a numpy fast path when every element has the same length, then a
   vectorized guess-and-verify parse (element starts guessed from the zero bytes of the
   length prefixes, then checked to form exactly the chain of lengths from offset 0 to
   the end, so a wrong guess can never be accepted), and a tight scan otherwise (the
   layout is inherently sequential).
+
+Both use masks of bytes rather than index arrays where they can: on 100k-element
+tensors the temporaries, not the arithmetic, dominate the cost.
 """
 
 from __future__ import annotations
@@ -82,16 +86,16 @@ def pack_items(items: Sequence[bytes]) -> bytes:
         interleaved[0::2] = prefixes.view("V4").tolist()
         interleaved[1::2] = items
         return b"".join(interleaved)
-    # Short elements: scatter prefixes and payload bytes into one buffer.
-    out = np.empty(4 * n + len(payload), dtype=np.uint8)
-    starts = np.arange(0, 4 * n, 4, dtype=np.int64)
-    starts[1:] += np.cumsum(prefixes[:-1], dtype=np.int64)
-    is_payload = np.ones(out.size, dtype=np.bool_)
-    prefix_bytes = prefixes.view(np.uint8).reshape(n, 4)
-    for k in range(4):
-        out[starts + k] = prefix_bytes[:, k]
-        is_payload[starts + k] = False
-    out[is_payload] = np.frombuffer(payload, dtype=np.uint8)
+    # Short elements: prefixes and payload bytes placed into one buffer by a mask.
+    total = 4 * n + len(payload)
+    starts = np.zeros(n, dtype=np.int64)
+    steps = prefixes[:-1].astype(np.int64)
+    steps += 4
+    np.cumsum(steps, out=starts[1:])
+    is_prefix = _prefix_mask(starts, total)
+    out = np.empty(total, dtype=np.uint8)
+    out[is_prefix] = prefixes.view(np.uint8)
+    out[~is_prefix] = np.frombuffer(payload, dtype=np.uint8)
     return out.tobytes()
 
 
@@ -130,10 +134,21 @@ def _equal_length(buf: bytes, first_len: int, count: int | None) -> list[bytes] 
     return result
 
 
-def _verified_starts(
+def _prefix_mask(starts: np.ndarray[Any, Any], total: int) -> np.ndarray[Any, Any]:
+    """Boolean mask of ``total`` bytes marking the 4 prefix bytes after every start."""
+    marks = np.zeros(total, dtype=np.bool_)
+    marks[starts] = True
+    mask: np.ndarray[Any, Any] = marks.copy()
+    for k in (1, 2, 3):
+        mask[k:] |= marks[:-k]
+    return mask
+
+
+def _verified_layout(
     u8: np.ndarray[Any, Any], count: int | None
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
-    """Element starts and lengths guessed from the prefixes' zero bytes, if verified.
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """Element starts, lengths and prefix mask guessed from the prefixes' zero bytes,
+    if verified.
 
     Guess: for elements shorter than 16 MiB the last prefix byte is zero and, in text
     without NULs, is the end of a run of zero bytes. Verification: the guessed starts
@@ -145,43 +160,43 @@ def _verified_starts(
     n = starts.size
     if n == 0 or starts[0] != 0 or (count is not None and n != count):
         return None
-    lengths = (
-        u8[starts].astype(np.int64)
-        | (u8[starts + 1].astype(np.int64) << 8)
-        | (u8[starts + 2].astype(np.int64) << 16)
-        | (u8[starts + 3].astype(np.int64) << 24)
-    )
+    is_prefix = _prefix_mask(starts, total)
+    prefixes = u8[is_prefix]
+    if prefixes.size != 4 * n:  # guessed prefixes overlap
+        return None
+    lengths = prefixes.view("<u4").astype(np.int64)
     ends = starts + 4 + lengths
     if ends[-1] != total or not np.array_equal(ends[:-1], starts[1:]):
         return None
-    return starts, lengths
+    return starts, lengths, is_prefix
 
 
 def _unpack_vectorized(buf: bytes, count: int | None) -> np.ndarray[Any, Any] | None:
     """Object array of the elements via the verified guess, or None when it does not apply."""
     u8 = np.frombuffer(buf, dtype=np.uint8)
-    found = _verified_starts(u8, count)
+    found = _verified_layout(u8, count)
     if found is None:
         return None
-    starts, lengths = found
+    starts, lengths, is_prefix = found
     n = starts.size
     width = int(lengths.max())
-    ends = starts + 4 + lengths
     # Elements are recovered through a NUL-padded S<width> array, which strips trailing
     # NULs: only when no element ends with one and the padding stays small; otherwise
     # the verified positions are sliced one by one.
-    if width == 0 or n * width > 8 * u8.size or bool((u8[ends[lengths > 0] - 1] == 0).any()):
+    if (
+        width == 0
+        or n * width > 8 * u8.size
+        or bool((u8[(starts + 3 + lengths)[lengths > 0]] == 0).any())
+    ):
+        ends = starts + 4 + lengths
         return to_object_array(
             [buf[s:e] for s, e in zip((starts + 4).tolist(), ends.tolist(), strict=True)]
         )
-    is_payload = np.ones(u8.size, dtype=np.bool_)
-    for k in range(4):
-        is_payload[starts + k] = False
-    payload = u8[is_payload]
-    row_shift = np.arange(n, dtype=np.int64) * width - (np.cumsum(lengths) - lengths)
-    padded = np.zeros(n * width, dtype=np.uint8)
-    padded[np.arange(payload.size, dtype=np.int64) + np.repeat(row_shift, lengths)] = payload
-    return padded.view(f"S{width}").astype(np.object_)
+    padded = np.zeros((n, width), dtype=np.uint8)
+    # row-major boolean assignment: the payload bytes fill each row from its left
+    padded[np.arange(width) < lengths[:, None]] = u8[~is_prefix]
+    result: np.ndarray[Any, Any] = padded.view(f"S{width}").ravel().astype(np.object_)
+    return result
 
 
 def unpack_items(buffer: bytes | bytearray | memoryview, count: int | None = None) -> list[bytes]:
