@@ -25,6 +25,7 @@ from ._settings import Settings
 __all__ = ["LoopDriver", "build_request"]
 
 _CLOSED = "the server closed the connection"
+_RECEIVE = 262144  # bytes per receive, into one buffer reused for every response
 
 
 def build_request(
@@ -55,6 +56,7 @@ class _Connection:
         self.sock = sock
         self.parser = httptools.HttpResponseParser(self)
         self.outgoing: memoryview | None = None
+        self.waiting = False  # registered for readiness to write (a send did not finish)
         self.started = 0.0  # start (or scheduled) time of the request in flight
         self.busy = False
         self.complete = False
@@ -100,6 +102,8 @@ class LoopDriver:
         self._selector = selectors.DefaultSelector()
         self._idle: list[_Connection] = []
         self._all: list[_Connection] = []
+        self._scratch = bytearray(_RECEIVE)
+        self._view = memoryview(self._scratch)
 
     # -- connections -------------------------------------------------------------------
 
@@ -140,36 +144,40 @@ class LoopDriver:
             try:
                 sent = connection.sock.send(view)
             except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
-                self._selector.modify(
-                    connection.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, connection
-                )
+                if not connection.waiting:
+                    self._selector.modify(
+                        connection.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, connection
+                    )
+                    connection.waiting = True
                 connection.outgoing = view
                 return
             view = view[sent:]
-        if connection.outgoing is not None:
-            connection.outgoing = None
+        connection.outgoing = None
+        if connection.waiting:  # sent at last: readiness to write no longer matters
             self._selector.modify(connection.sock, selectors.EVENT_READ, connection)
+            connection.waiting = False
 
     def _receive(self, connection: _Connection) -> bool | str:
         """Read what is there: True when the response is complete, an error text when
         the connection failed, False when more is to come."""
+        scratch, view = self._scratch, self._view
         while True:
             try:
-                data = connection.sock.recv(262144)
+                n = connection.sock.recv_into(scratch)
             except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 return False
             except OSError as e:
                 return f"connection error: {e.strerror or e}"
-            if not data:
+            if not n:
                 return _CLOSED
             try:
-                connection.parser.feed_data(data)
+                connection.parser.feed_data(view[:n])
             except httptools.HttpParserError as e:
                 return f"bad HTTP response: {e}"
             if connection.complete:
                 return True
             pending = isinstance(connection.sock, ssl.SSLSocket) and connection.sock.pending()
-            if not pending and len(data) < 262144:
+            if not pending and n < _RECEIVE:
                 return False
 
     # -- driving -----------------------------------------------------------------------

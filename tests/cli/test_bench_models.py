@@ -271,3 +271,32 @@ def test_streaming_progress_and_sequence_id_errors(bench: Callable[..., Run]) ->
     for bad in ("0", "9:3", "a:b"):
         wrong = bench("seq_accumulate", "--sequence-id-range", bad, "-n", "1")
         assert wrong.code == 2 and "--sequence-id-range" in wrong.stderr
+
+
+def test_loop_mode_sends_requests_larger_than_a_socket_buffer(bench: Callable[..., Run]) -> None:
+    """8 MB per request: each send stops part way and goes on when the socket can take
+    more, on two connections at once, and every answer still counts."""
+    done = bench(
+        "shaped",
+        "--shape",
+        "IN:1,2000000",
+        "--shape",
+        "TEXT:1",
+        "--input-data",
+        "zero",
+        "-c",
+        "2",
+        "-n",
+        "6",
+        "--warmup",
+        "0",
+        "--mode",
+        "loop",
+        "--json",
+    )
+    assert done.code == 0, done.stderr
+    report = done.json()
+    assert report["mode"] == "loop"
+    (level,) = report["levels"]
+    assert (level["requests"], level["errors"]) == (6, 0)
+    assert level["server_us"]["success_count"] >= 6 - 2
