@@ -33,6 +33,10 @@ reference, then the next figure; the machine's load hits both alike):
 
 Each figure prints min / median / max of both sides and of the ratio (> 1: ours
 better).
+
+``--async-paths N`` compares, over N alternating runs, ``async_infer`` x16 as it is
+(small requests written from the caller's thread on idle connections) with the same
+client sending every request from its thread pool.
 """
 
 from __future__ import annotations
@@ -92,9 +96,15 @@ def async16(m: Any, url: str, rounds: int) -> float:
     return async16_cpu(m, url, rounds)[0]
 
 
-def async16_cpu(m: Any, url: str, rounds: int) -> tuple[float, float]:
-    """(req/s, client CPU us/request) for rounds of 16 async_infer + 16 get_result."""
+def async16_cpu(m: Any, url: str, rounds: int, from_caller: bool = True) -> tuple[float, float]:
+    """(req/s, client CPU us/request) for rounds of 16 async_infer + 16 get_result.
+
+    ``from_caller=False`` (tritonhttp only): every request goes through the client's
+    thread pool, never written from the caller's thread.
+    """
     with m.InferenceServerClient(url, concurrency=16) as client:
+        if not from_caller:
+            client._inline = False
 
         def one_round() -> None:
             inputs = [
@@ -211,6 +221,20 @@ def strings_cpu(m: Any, url: str, data: np.ndarray[Any, Any], rounds: int) -> fl
         return best * 1e3
 
 
+def async_paths(url: str, runs: int) -> None:
+    """``async_infer`` x16 written from the caller's thread against the thread pool only,
+    ``runs`` alternating runs (the device's figure in docs/performance.md)."""
+    pairs = []
+    for run in range(1, runs + 1):
+        pairs.append((async16_cpu(tritonhttp, url, 200), async16_cpu(tritonhttp, url, 200, False)))
+        (rate, cpu), (rate_pool, cpu_pool) = pairs[-1]
+        caller = f"from the caller {rate:,.0f} req/s {cpu:.1f} us/request"
+        pool = f"pool only {rate_pool:,.0f} req/s {cpu_pool:.1f} us/request"
+        print(f"run {run}: {caller}; {pool}", flush=True)
+    print("req/s ratio " + spread([a[0] / b[0] for a, b in pairs]))
+    print("CPU ratio (pool / caller) " + spread([b[1] / a[1] for a, b in pairs]))
+
+
 def spread(values: list[float]) -> str:
     return (
         f"min {min(values):,.2f} / median {statistics.median(values):,.2f} / max {max(values):,.2f}"
@@ -271,7 +295,17 @@ def main() -> None:
     ap.add_argument(
         "--runs", type=int, default=0, help="CPU distributions over this many runs (>= 5)"
     )
+    ap.add_argument(
+        "--async-paths",
+        type=int,
+        default=0,
+        help="async_infer from the caller's thread vs the thread pool, this many runs",
+    )
     args = ap.parse_args()
+    if args.async_paths:
+        with real_triton(args.url) as url:
+            async_paths(url, args.async_paths)
+        return
     if args.runs:
         words = np.array([f"w{i}".encode() for i in range(100_000)], dtype=object)
         with real_triton(args.url) as url:

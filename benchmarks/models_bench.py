@@ -1,9 +1,11 @@
 """Realistic Python models with dynamic batching: our server against real Triton 2.51.0.
 
-    python benchmarks/models_bench.py [--seconds 3] [--rounds 5] [--models mlp,prep,tok]
+    python benchmarks/models_bench.py [--seconds 3] [--rounds 5]
+                                      [--models mlp,prep,tok,pipeline]
                                       [--concurrency 1,16,64] [--skip-real]
 
-Three models whose ``execute`` does real work, each batched by the server:
+Three models whose ``execute`` does real work, each batched by the server, and an
+ensemble of them:
 
 * ``mlp``: an onnxruntime MLP (64 -> 256 -> 10, ReLU), ``max_batch_size: 64``, dynamic
   batching, one instance; the ONNX file is generated here (fixed seed), nothing is
@@ -13,6 +15,10 @@ Three models whose ``execute`` does real work, each batched by the server:
   batching, ``count: 2``. Binary-data requests (588 KiB in, 147 KiB out).
 * ``tok``: a tokenizer-style BYTES model (lower-case, split on whitespace, hash each word
   to an INT64 id; outputs of varying length), ``max_batch_size: 32``, dynamic batching.
+* ``pipeline``: an ensemble of ``prep`` -> ``embed`` (numpy: [3, 112, 112] pooled to 64
+  features, dynamic batching, one instance) -> ``mlp``, ``max_batch_size: 16``; the
+  request is ``prep``'s, the answer the MLP's 10 scores. Its batch sizes are reported per
+  step.
 
 Every server serves the same repository; load comes from wrk (one thread, keep-alive
 connections, ``apt-get install -y wrk``) at each concurrency, the servers taking turns for
@@ -151,6 +157,65 @@ class TritonPythonModel:
         return out
 """
 
+EMBED_CONFIG = """name: "embed"
+backend: "python"
+max_batch_size: 16
+input [ { name: "PIXELS" data_type: TYPE_FP32 dims: [ 3, 112, 112 ] } ]
+output [ { name: "X" data_type: TYPE_FP32 dims: [ 64 ] } ]
+dynamic_batching { }
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""
+
+EMBED_MODEL = """import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        parts = [pb_utils.get_input_tensor_by_name(r, "PIXELS").as_numpy() for r in requests]
+        x = np.concatenate(parts)
+        features = x.reshape(x.shape[0], 64, -1).mean(axis=2, dtype=np.float32)
+        out, at = [], 0
+        for part in parts:
+            k = len(part)
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("X", features[at : at + k])]))
+            at += k
+        return out
+"""
+
+#: (d) the pre-processing, a pooling step and the MLP as one ensemble: prep -> embed -> mlp
+PIPELINE_CONFIG = """name: "pipeline"
+platform: "ensemble"
+max_batch_size: 16
+input [ { name: "IMAGE" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]
+output [ { name: "SCORES" data_type: TYPE_FP32 dims: [ 10 ] } ]
+ensemble_scheduling {
+  step [
+    {
+      model_name: "prep"
+      model_version: -1
+      input_map { key: "IMAGE" value: "IMAGE" }
+      output_map { key: "PIXELS" value: "pixels" }
+    },
+    {
+      model_name: "embed"
+      model_version: -1
+      input_map { key: "PIXELS" value: "pixels" }
+      output_map { key: "X" value: "features" }
+    },
+    {
+      model_name: "mlp"
+      model_version: -1
+      input_map { key: "X" value: "features" }
+      output_map { key: "Y" value: "SCORES" }
+    }
+  ]
+}
+"""
+
+#: the models whose executed batch sizes a request's figures report (an ensemble: its steps)
+STEPS = {"pipeline": ("prep", "embed", "mlp")}
+
 SENTENCE = (
     "The quick brown fox jumps over the lazy dog while Triton serves Python models "
     "with dynamic batching and every request carries a sentence of moderate length"
@@ -189,16 +254,19 @@ def _mlp_onnx(path: Path) -> None:
 
 
 def build_repository(root: Path) -> Path:
-    """The three models under ``root``; returns ``root``."""
+    """The models and the ensemble under ``root``; returns ``root``."""
     for name, config, code in (
         ("mlp", MLP_CONFIG, MLP_MODEL),
         ("prep", PREP_CONFIG, PREP_MODEL),
         ("tok", TOK_CONFIG, TOK_MODEL),
+        ("embed", EMBED_CONFIG, EMBED_MODEL),
     ):
         (root / name / "1").mkdir(parents=True)
         (root / name / "config.pbtxt").write_text(config)
         (root / name / "1" / "model.py").write_text(code)
     _mlp_onnx(root / "mlp" / "1" / "mlp.onnx")
+    (root / "pipeline" / "1").mkdir(parents=True)  # an ensemble's version holds no file
+    (root / "pipeline" / "config.pbtxt").write_text(PIPELINE_CONFIG)
     return root
 
 
@@ -236,12 +304,18 @@ def requests() -> dict[str, Request]:
         "Content-Type": "application/octet-stream",
         "Inference-Header-Content-Length": str(len(head)),
     })  # fmt: skip
+    pipe_head = head.replace(b'"PIXELS"', b'"SCORES"')
+    pipeline = Request("pipeline", pipe_head + image.tobytes(), {
+        "Content-Type": "application/octet-stream",
+        "Inference-Header-Content-Length": str(len(pipe_head)),
+    })  # fmt: skip
     return {
         "mlp": _json_request("mlp", [
             {"name": "X", "datatype": "FP32", "shape": [1, 64], "data": x}]),
         "prep": prep,
         "tok": _json_request("tok", [
             {"name": "TEXT", "datatype": "BYTES", "shape": [1, 1], "data": [SENTENCE]}]),
+        "pipeline": pipeline,
     }  # fmt: skip
 
 
@@ -381,7 +455,10 @@ def measure_model(
     for c in concurrency:
         for s in servers.values():  # warm up
             wrk_round(s.url, request, c, 1, s.process.pid)
-        before = {name: batch_histogram(s.url, request.model) for name, s in servers.items()}
+        counted = STEPS.get(request.model, (request.model,))
+        before = {
+            (name, m): batch_histogram(s.url, m) for name, s in servers.items() for m in counted
+        }
         results: dict[str, list[Round]] = {name: [] for name in servers}
         for _ in range(rounds):
             for name, s in servers.items():
@@ -390,8 +467,10 @@ def measure_model(
         for name, res in results.items():
             print(f"  {name}: {_summary(res)}")
         for name, s in servers.items():
-            executed = _diff(batch_histogram(s.url, request.model), before[name])
-            print(f"  {name} executed batch sizes (size: executions): {executed}")
+            for m in counted:
+                executed = _diff(batch_histogram(s.url, m), before[(name, m)])
+                step = "" if m == request.model else f" (step {m})"
+                print(f"  {name} executed batch sizes{step} (size: executions): {executed}")
         if "triton" in results:
             pairs = zip(results["ours"], results["triton"], strict=True)
             ratios = [o.rps / t.rps for o, t in pairs]
@@ -420,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3, help="duration of each round")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per case")
-    parser.add_argument("--models", default="mlp,prep,tok", help="comma-separated subset")
+    parser.add_argument("--models", default="mlp,prep,tok,pipeline", help="comma-separated subset")
     parser.add_argument("--concurrency", default="1,16,64", help="comma-separated levels")
     parser.add_argument("--skip-real", action="store_true", help="measure our server only")
     args = parser.parse_args(argv)
