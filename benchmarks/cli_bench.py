@@ -6,13 +6,15 @@
 2. Throughput, the wrk cross-check: ``triton-cli bench add_sub -c 16`` against
    ``wrk -c 16`` sending the very request bench sends (the same inputs given with
    ``-i``, the body made by tritonhttp's ``generate_request_body``, posted by a Lua
-   script with the same headers), once with binary tensors and once as JSON, run
-   alternately (best of ``--rounds``). Target: bench's throughput within 10% of wrk's
-   (ratio 0.9-1.1) in ``loop`` mode. ``sync`` and ``async`` modes are shown beside it.
+   script with the same headers), once with binary tensors and once as JSON. Each round
+   runs wrk with one and with two threads and then bench, back to back; the round's
+   ratio is bench's throughput over the better wrk, and the ratios of ``--rounds``
+   rounds are printed as min / median / max. Target: bench within 10% of wrk (ratio
+   0.9-1.1) in ``loop`` mode. ``sync`` and ``async`` modes are shown beside it.
    Run against the bundled server and real Triton (``--server``).
 
 Usage: ``python benchmarks/cli_bench.py [--server bundled|real|both] [--url HOST:PORT]
-[--duration 5] [--rounds 2]``; ``--url`` uses a running server serving ``tests/models``
+[--duration 5] [--rounds 5]``; ``--url`` uses a running server serving ``tests/models``
 instead of starting one. Needs ``wrk`` on PATH (``apt-get install -y wrk``); the
 throughput part is skipped without it.
 """
@@ -169,40 +171,48 @@ def run_bench(url: str, duration: float, *extra: str) -> float:
 
 
 def throughput(url: str, duration: float, rounds: int) -> None:
+    """Per round and body: wrk -t1, wrk -t2 and bench's loop mode back to back, the ratio
+    taken against the better wrk of that round; then the sync and async modes once."""
     if shutil.which("wrk") is None:
         print("bench vs wrk: skipped (wrk is not installed: apt-get install -y wrk)")
         return
-    variants = {
-        "bench --mode loop, binary": (["--mode", "loop"], True),
-        "bench --mode loop, JSON": (["--mode", "loop", "--no-binary"], False),
-        "bench --mode sync, binary": (["--mode", "sync"], True),
-        "bench --mode async, binary": (["--mode", "async"], True),
-    }
+    loop = {True: ["--mode", "loop"], False: ["--mode", "loop", "--no-binary"]}
+    others = {"sync": ["--mode", "sync"], "async": ["--mode", "async"]}
     with tempfile.TemporaryDirectory() as tmp:
         scripts = {}
         for binary in (True, False):
             scripts[binary] = Path(tmp) / f"add_sub_{'binary' if binary else 'json'}.lua"
             scripts[binary].write_text(wrk_script(binary))
-        best_wrk = dict.fromkeys((True, False), 0.0)
-        best = dict.fromkeys(variants, 0.0)
+        pairs: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
+        other_rates: dict[str, list[float]] = {name: [] for name in others}
         for _ in range(rounds):
             for binary, script in scripts.items():
-                for threads in (1, 2):
-                    found = run_wrk(url, duration, threads, script)
-                    best_wrk[binary] = max(best_wrk[binary], found)
-            for name, (extra, _binary) in variants.items():
-                best[name] = max(best[name], run_bench(url, duration, *extra))
-    for binary, value in best_wrk.items():
+                wrk = max(run_wrk(url, duration, threads, script) for threads in (1, 2))
+                pairs[binary].append((run_bench(url, duration, *loop[binary]), wrk))
+            for name, extra in others.items():
+                other_rates[name].append(run_bench(url, duration, *extra))
+    for binary, measured in pairs.items():
         kind = "binary" if binary else "JSON"
-        print(f"wrk -c16, {kind} body (best of -t1/-t2, {rounds} rounds): {value:.0f} req/s")
-    for name, (extra, binary) in variants.items():
-        reference = best_wrk[binary]
-        ratio = best[name] / reference if reference else float("nan")
-        target = "target 0.9-1.1" if "loop" in extra else "shown for comparison"
+        ratios = [ours / wrk for ours, wrk in measured]
         print(
-            f"{name}, c=16: ours {best[name]:.0f} req/s, wrk {reference:.0f} req/s, "
-            f"ratio {ratio:.2f} ({target})"
+            f"bench --mode loop, {kind}, c=16 against wrk -c16 (better of -t1/-t2 in the "
+            f"same round), {rounds} rounds: ours {spread([o for o, _ in measured], 0)} req/s, "
+            f"wrk {spread([w for _, w in measured], 0)} req/s, "
+            f"ratio {spread(ratios, 2)} (target 0.9-1.1)"
         )
+    reference = statistics.median(w for _, w in pairs[True])
+    for name, rates in other_rates.items():
+        print(
+            f"bench --mode {name}, binary, c=16: ours {spread(rates, 0)} req/s, "
+            f"ratio to the median wrk {statistics.median(rates) / reference:.2f} "
+            "(shown for comparison)"
+        )
+
+
+def spread(values: list[float], digits: int) -> str:
+    """min / median / max"""
+    low, mid, high = min(values), statistics.median(values), max(values)
+    return f"{low:,.{digits}f} / {mid:,.{digits}f} / {high:,.{digits}f}"
 
 
 def main() -> None:
@@ -216,7 +226,7 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=15, help="start-up runs per side")
     parser.add_argument("--duration", type=float, default=5.0, help="seconds per load run")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating load rounds")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating load rounds")
     args = parser.parse_args()
     kinds = ["bundled", "real"] if args.server == "both" else [args.server]
     for kind in kinds if not args.url else ["given"]:
