@@ -8,12 +8,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tritonhttp.testing import _real_triton as rt
+from tritonhttp.testing._process import free_ports, wait_until_up
 
 REQUIRE_REAL_TRITON = "TRITONHTTP_REQUIRE_REAL_TRITON"
 
@@ -84,3 +86,30 @@ def test_ci_sets_the_switches() -> None:
     assert "export TRITONHTTP_REQUIRE_OLDEST=1" in ci
     # a developer's ./scripts/test leaves them as the environment has them
     assert "export " not in (root / "scripts" / "test").read_text()
+
+
+def test_a_server_that_dies_starting_leaves_nothing_running(tmp_path: Path) -> None:
+    """Real Triton that crashes while it starts can leave its Python stubs running (they
+    share its process group): waiting for it stops the whole group before raising."""
+    log = tmp_path / "log"
+    log.write_text("")
+    started = subprocess.Popen(
+        ["sh", "-c", "sleep 300 & echo $! > child; exit 3"],
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    (port,) = free_ports(1)
+    server = rt.RealTriton(
+        process=started, http_port=port, metrics_port=port, grpc_port=port, log_path=log, args=[]
+    )
+    with pytest.raises(RuntimeError, match="exited with 3"):
+        wait_until_up(server, "tritonserver", wait_ready=False, timeout=30, poll=0.05)
+    child = int((tmp_path / "child").read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail("the crashed server's child process is still running")

@@ -114,6 +114,7 @@ def wait_until_up(
     base = f"http://{server.url}/v2/health/"
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
+            server.stop()  # what it started (real Triton's stubs) may outlive it
             raise RuntimeError(
                 f"{what} exited with {server.process.returncode}:\n{server.log()[-4000:]}"
             )
