@@ -434,8 +434,7 @@ class ConnectionPool:
                 return
             except queue.Empty:
                 pass
-            with self._lock:
-                oldest = self._inflight[0] if self._inflight else None
+            oldest = self._oldest_inflight()
             if oldest is not None:
                 oldest.settle_quietly()
                 continue
@@ -491,12 +490,12 @@ class ConnectionPool:
 
     def settle_all(self) -> None:
         """Read every :class:`InFlight` response still in its socket (before closing)."""
-        while True:
-            with self._lock:
-                oldest = self._inflight[0] if self._inflight else None
-            if oldest is None:
-                return
+        while (oldest := self._oldest_inflight()) is not None:
             oldest.settle_quietly()
+
+    def _oldest_inflight(self) -> InFlight | None:
+        with self._lock:
+            return self._inflight[0] if self._inflight else None
 
     def _landed(self, flight: InFlight, conn: _Connection, keep_alive: bool | None) -> None:
         """``flight`` is over: its connection back (``keep_alive`` None: closed), its slot free."""
@@ -673,11 +672,10 @@ class InFlight:
                 self._error = self._pool._error(cause)
         except BaseException:  # e.g. KeyboardInterrupt: the connection cannot be reused
             self._error = self._pool._error(ConnectionAbortedError("interrupted"))
-            self._cancel.attach(None)
-            self._pool._landed(self, conn, None)
             raise
-        self._cancel.attach(None)
-        self._pool._landed(self, conn, keep_alive)
+        finally:  # keep_alive stays None on every failure: the connection is closed
+            self._cancel.attach(None)
+            self._pool._landed(self, conn, keep_alive)
 
 
 class ResponseStream:

@@ -146,9 +146,9 @@ def _prefix_mask(starts: np.ndarray[Any, Any], total: int) -> np.ndarray[Any, An
 
 def _verified_layout(
     u8: np.ndarray[Any, Any], count: int | None
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
-    """Element starts, lengths and prefix mask guessed from the prefixes' zero bytes,
-    if verified.
+) -> tuple[np.ndarray[Any, Any], ...] | None:
+    """Element starts, lengths, ends and prefix mask guessed from the prefixes' zero
+    bytes, if verified.
 
     Guess: for elements shorter than 16 MiB the last prefix byte is zero and, in text
     without NULs, is the end of a run of zero bytes. Verification: the guessed starts
@@ -168,7 +168,7 @@ def _verified_layout(
     ends = starts + 4 + lengths
     if ends[-1] != total or not np.array_equal(ends[:-1], starts[1:]):
         return None
-    return starts, lengths, is_prefix
+    return starts, lengths, ends, is_prefix
 
 
 def _unpack_vectorized(buf: bytes, count: int | None) -> np.ndarray[Any, Any] | None:
@@ -177,18 +177,13 @@ def _unpack_vectorized(buf: bytes, count: int | None) -> np.ndarray[Any, Any] | 
     found = _verified_layout(u8, count)
     if found is None:
         return None
-    starts, lengths, is_prefix = found
+    starts, lengths, ends, is_prefix = found
     n = starts.size
     width = int(lengths.max())
     # Elements are recovered through a NUL-padded S<width> array, which strips trailing
     # NULs: only when no element ends with one and the padding stays small; otherwise
     # the verified positions are sliced one by one.
-    if (
-        width == 0
-        or n * width > 8 * u8.size
-        or bool((u8[(starts + 3 + lengths)[lengths > 0]] == 0).any())
-    ):
-        ends = starts + 4 + lengths
+    if width == 0 or n * width > 8 * u8.size or bool((u8[ends[lengths > 0] - 1] == 0).any()):
         return to_object_array(
             [buf[s:e] for s, e in zip((starts + 4).tolist(), ends.tolist(), strict=True)]
         )
