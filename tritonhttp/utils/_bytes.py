@@ -5,9 +5,11 @@ length followed by that many raw bytes; no padding, no element count.
 
 Both directions avoid per-element Python bytecode on the hot path:
 
-* serialization writes the length prefixes and the joined payload into one numpy buffer
-  through a mask of the prefix bytes (short elements) or joins prefixes interleaved with
-  the elements (long ones);
+* serialization joins the elements with four NULs between them, which puts every
+  element where the framing wants it, and writes the lengths into the NULs' places
+  (elements without NULs); otherwise it writes the length prefixes and the joined
+  payload into one numpy buffer through a mask of the prefix bytes (short elements) or
+  joins prefixes interleaved with the elements (long ones);
 * deserialization takes a numpy fast path when every element has the same length, then a
   vectorized guess-and-verify parse (element starts guessed from the zero bytes of the
   length prefixes, then checked to form exactly the chain of lengths from offset 0 to
@@ -29,6 +31,7 @@ from typing import Any
 import numpy as np
 
 _U32 = struct.Struct("<I")
+_SEPARATOR = b"\0\0\0\0"
 _MAX_ELEMENT = 0xFFFFFFFF
 _SMALL = 16  # up to this many elements a plain loop beats numpy's fixed costs
 _LONG = 64  # average element length from which interleaving beats scattering
@@ -78,6 +81,10 @@ def pack_items(items: Sequence[bytes]) -> bytes:
                 raise ValueError("a BYTES element is larger than 4 GiB")
             parts += (_U32.pack(len(item)), item)
         return b"".join(parts)
+    if b"\0" not in items[0]:
+        framed = _framed_by_separators(items)
+        if framed is not None:
+            return framed
     prefixes = _lengths(items)
     payload = b"".join(items)
     if len(payload) >= _LONG * n:
@@ -96,6 +103,35 @@ def pack_items(items: Sequence[bytes]) -> bytes:
     out = np.empty(total, dtype=np.uint8)
     out[is_prefix] = prefixes.view(np.uint8)
     out[~is_prefix] = np.frombuffer(payload, dtype=np.uint8)
+    return out.tobytes()
+
+
+def _framed_by_separators(items: Sequence[bytes]) -> bytes | None:
+    """The framing built from ``items`` joined by four NULs, or None if an element holds
+    a NUL.
+
+    Joined that way (with four more NULs in front), every element already sits where
+    the framing puts it, and the NULs are exactly the prefixes' places: their positions
+    give the lengths, written in with one masked assignment.
+    """
+    n = len(items)
+    joined = _SEPARATOR.join(items)
+    total = len(joined) + 4
+    out = np.empty(total, dtype=np.uint8)
+    out[:4] = 0
+    out[4:] = np.frombuffer(joined, dtype=np.uint8)
+    is_prefix = out == 0
+    places = np.flatnonzero(is_prefix)
+    if places.size != 4 * n:  # NULs inside the elements
+        return None
+    starts = places[::4]
+    lengths = np.empty(n, dtype=np.int64)
+    np.subtract(starts[1:], starts[:-1], out=lengths[:-1])
+    lengths[-1] = total - starts[-1]
+    lengths -= 4
+    if total > _MAX_ELEMENT and int(lengths.max()) > _MAX_ELEMENT:
+        raise ValueError("a BYTES element is larger than 4 GiB")
+    out[is_prefix] = lengths.astype("<u4").view(np.uint8)
     return out.tobytes()
 
 
