@@ -23,9 +23,13 @@ reference, then the next figure; the machine's load hits both alike):
 * ``sequential CPU``   client CPU us/request (``time.process_time``: user + system time
   of this process) of 2,000 sequential add_sub requests, tritonhttp vs tritonclient.http
 * ``async_infer x16``  req/s of rounds of 16 ``async_infer`` + 16 results (3,200
-  requests for ours, 128 for tritonclient's, whose greenlets are slow), and ours
-  against ``tritonhttp.aio`` x16 in the same run (never below it is the goal), in
-  requests per second and in client CPU per request
+  requests for ours, 128 for tritonclient's, whose greenlets are slow); the same rounds
+  against ``tritonhttp.aio`` x16; and ``async_infer`` keeping 16 requests in flight (a
+  window: as the oldest result is read, the next request goes out, as ``aio x16``'s
+  tasks do) against ``tritonhttp.aio`` x16, in 8 alternating blocks of 400 requests
+  each with both clients open (never below it is the goal), in requests per second and
+  in client CPU per request. Rounds drain the server's queue every 16 requests; the
+  window and the tasks never do.
 * ``aio x16``          req/s and CPU us/request of 3,000 add_sub requests from 16 tasks
   on one event loop, ``tritonhttp.aio`` vs ``tritonclient.http.aio``
 * ``100k strings CPU`` client CPU ms of one ``identity_bytes`` round trip of 100,000
@@ -33,6 +37,8 @@ reference, then the next figure; the machine's load hits both alike):
 
 Each figure prints min / median / max of both sides and of the ratio (> 1: ours
 better).
+
+``--window-vs-aio N`` runs only the window against ``tritonhttp.aio`` x16, N runs.
 
 ``--async-paths N`` compares, over N alternating runs, ``async_infer`` x16 as it is
 (small requests written from the caller's thread on idle connections) with the same
@@ -43,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import gc
 import statistics
 import time
@@ -207,6 +214,76 @@ def aio_x16(m: Any, url: str, n: int) -> tuple[float, float]:
     return asyncio.run(_aio_x16(m, url, n))
 
 
+class _Window:
+    """tritonhttp's ``async_infer`` keeping 16 requests in flight: as the oldest result
+    is read, the next request goes out (what ``aio x16``'s 16 tasks do)."""
+
+    def __init__(self, url: str) -> None:
+        self.client = tritonhttp.InferenceServerClient(url, concurrency=16)
+        self.inputs = [
+            tritonhttp.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(A),
+            tritonhttp.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(B),
+        ]
+        self.queue = collections.deque(self._send() for _ in range(16))
+
+    def _send(self) -> Any:
+        return self.client.async_infer("add_sub", self.inputs)
+
+    def run(self, n: int) -> None:
+        queue = self.queue
+        for _ in range(n):
+            result = queue.popleft().get_result()
+            result.as_numpy("OUTPUT0")
+            result.as_numpy("OUTPUT1")
+            queue.append(self._send())
+
+    def close(self) -> None:
+        while self.queue:
+            self.queue.popleft().get_result()
+        self.client.close()
+
+
+def window_vs_aio(url: str, blocks: int, n: int) -> tuple[tuple[float, float], ...]:
+    """((req/s, CPU us/request) of ``async_infer`` x16 as a window, the same of
+    ``tritonhttp.aio`` x16), over ``blocks`` alternating blocks of ``n`` requests each
+    (the clients stay open, so a slow minute of the machine hits both alike)."""
+    window = _Window(url)
+    loop = asyncio.new_event_loop()
+    aio_client = aio.InferenceServerClient(url)
+
+    async def aio_block(count: int) -> None:
+        async def worker() -> None:
+            for _ in range(count // 16):
+                inputs = [
+                    aio.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(A),
+                    aio.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(B),
+                ]
+                result = await aio_client.infer("add_sub", inputs)
+                result.as_numpy("OUTPUT0")
+                result.as_numpy("OUTPUT1")
+
+        await asyncio.gather(*(worker() for _ in range(16)))
+
+    sides = [lambda: window.run(n), lambda: loop.run_until_complete(aio_block(n))]
+    totals = [[0.0, 0.0], [0.0, 0.0]]  # wall, cpu per side
+    try:
+        for side in sides:
+            side()  # warm-up: connections, first requests
+        for _ in range(blocks):
+            for side, total in zip(sides, totals, strict=True):
+                gc.collect()
+                wall, cpu = time.perf_counter(), time.process_time()
+                side()
+                total[0] += time.perf_counter() - wall
+                total[1] += time.process_time() - cpu
+    finally:
+        window.close()
+        loop.run_until_complete(aio_client.close())
+        loop.close()
+    done = blocks * n
+    return tuple((done / wall, cpu / done * 1e6) for wall, cpu in totals)
+
+
 def strings_cpu(m: Any, url: str, data: np.ndarray[Any, Any], rounds: int) -> float:
     """Lowest client CPU ms of one round trip of the strings."""
     with m.InferenceServerClient(url, network_timeout=600) as client:
@@ -235,6 +312,19 @@ def async_paths(url: str, runs: int) -> None:
     print("CPU ratio (pool / caller) " + spread([b[1] / a[1] for a, b in pairs]))
 
 
+def window_runs(url: str, runs: int) -> None:
+    """``runs`` runs of :func:`window_vs_aio` (8 alternating blocks of 400 requests)."""
+    pairs = []
+    for run in range(1, runs + 1):
+        pairs.append(window_vs_aio(url, 8, 400))
+        (rate, cpu), (aio_rate, aio_cpu) = pairs[-1]
+        window = f"async_infer window {rate:,.0f} req/s {cpu:.1f} us/request"
+        tasks = f"tritonhttp.aio x16 {aio_rate:,.0f} req/s {aio_cpu:.1f} us/request"
+        print(f"run {run}: {window}; {tasks}", flush=True)
+    print("req/s ratio " + spread([a[0] / b[0] for a, b in pairs]))
+    print("CPU ratio (aio / window) " + spread([b[1] / a[1] for a, b in pairs]))
+
+
 def spread(values: list[float]) -> str:
     return (
         f"min {min(values):,.2f} / median {statistics.median(values):,.2f} / max {max(values):,.2f}"
@@ -245,6 +335,7 @@ def distributions(url: str, runs: int, quick: bool, words: np.ndarray[Any, Any])
     """The CPU figures as distributions over ``runs`` alternating runs (see the docstring)."""
     n_seq, n_aio = (300, 480) if quick else (2000, 3008)
     rounds_ours, rounds_ref = (20, 2) if quick else (200, 8)
+    window_blocks = (2, 160) if quick else (8, 400)
     figures: dict[str, list[tuple[float, float]]] = {}
 
     def record(name: str, ours: float, ref: float) -> None:
@@ -256,16 +347,18 @@ def distributions(url: str, runs: int, quick: bool, words: np.ndarray[Any, Any])
             sequential_cpu(tritonhttp, url, n_seq),
             sequential_cpu(ref_http, url, n_seq),
         )
-        ours_async, ours_async_cpu = async16_cpu(tritonhttp, url, rounds_ours)
+        ours_async = async16(tritonhttp, url, rounds_ours)
         ref_async = async16(ref_http, url, rounds_ref)
         ours_aio, ours_aio_cpu = aio_x16(aio, url, n_aio)
         ref_aio_rate, ref_aio_cpu = aio_x16(ref_aio, url, n_aio)
+        (window, window_cpu), (aio_rate, aio_cpu) = window_vs_aio(url, *window_blocks)
         record("async_infer x16 req/s", ours_async, ref_async)
-        record("async_infer x16 vs tritonhttp.aio x16 req/s", ours_async, ours_aio)
+        record("async_infer x16 rounds vs tritonhttp.aio x16 req/s", ours_async, ours_aio)
+        record("async_infer x16 window vs tritonhttp.aio x16 req/s", window, aio_rate)
         record(
-            "async_infer x16 vs tritonhttp.aio x16 CPU us/request (lower is better)",
-            ours_async_cpu,
-            ours_aio_cpu,
+            "async_infer x16 window vs tritonhttp.aio x16 CPU us/request (lower is better)",
+            window_cpu,
+            aio_cpu,
         )
         record("aio x16 req/s", ours_aio, ref_aio_rate)
         record("aio x16 CPU us/request (lower is better)", ours_aio_cpu, ref_aio_cpu)
@@ -301,7 +394,17 @@ def main() -> None:
         default=0,
         help="async_infer from the caller's thread vs the thread pool, this many runs",
     )
+    ap.add_argument(
+        "--window-vs-aio",
+        type=int,
+        default=0,
+        help="async_infer x16 as a window vs tritonhttp.aio x16, this many runs",
+    )
     args = ap.parse_args()
+    if args.window_vs_aio:
+        with real_triton(args.url) as url:
+            window_runs(url, args.window_vs_aio)
+        return
     if args.async_paths:
         with real_triton(args.url) as url:
             async_paths(url, args.async_paths)
