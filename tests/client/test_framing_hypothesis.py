@@ -94,6 +94,17 @@ def test_vectorized_parse_applies_to_text(items: list[bytes]) -> None:
         assert array.dtype == object and all(type(x) is bytes for x in array)
 
 
+# Short NUL-free elements (words, ids): rows gathered and trimmed column by column.
+narrow_items = st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\x00", b"n"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(narrow_items, min_size=400, max_size=1500))
+def test_vectorized_parse_of_short_elements(items: list[bytes]) -> None:
+    array = _unpack_vectorized(frame(items), len(items))
+    assert array is not None and array.tolist() == items
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.lists(text_items, min_size=400, max_size=1200), st.data())
 def test_corrupted_buffers_never_parse_wrongly(items: list[bytes], data: st.DataObject) -> None:
