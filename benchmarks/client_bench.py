@@ -82,6 +82,17 @@ def add_sub_once(m: Any, client: Any) -> None:
     result.as_numpy("OUTPUT1")
 
 
+async def aio_add_sub_once(m: Any, client: Any) -> None:
+    """:func:`add_sub_once` for an asyncio client."""
+    inputs = [
+        m.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(A),
+        m.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(B),
+    ]
+    result = await client.infer("add_sub", inputs)
+    result.as_numpy("OUTPUT0")
+    result.as_numpy("OUTPUT1")
+
+
 def sequential(m: Any, url: str, n: int, blocks: int) -> tuple[float, float]:
     """(best req/s, lowest CPU us/req) over ``blocks`` blocks of ``n`` requests."""
     best_rate, best_cpu = 0.0, float("inf")
@@ -192,13 +203,7 @@ async def _aio_x16(m: Any, url: str, n: int) -> tuple[float, float]:
 
         async def worker(count: int) -> None:
             for _ in range(count):
-                inputs = [
-                    m.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(A),
-                    m.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(B),
-                ]
-                result = await client.infer("add_sub", inputs)
-                result.as_numpy("OUTPUT0")
-                result.as_numpy("OUTPUT1")
+                await aio_add_sub_once(m, client)
 
         await asyncio.gather(*(worker(10) for _ in range(16)))  # connections, warm-up
         per_task = n // 16
@@ -254,13 +259,7 @@ def window_vs_aio(url: str, blocks: int, n: int) -> tuple[tuple[float, float], .
     async def aio_block(count: int) -> None:
         async def worker() -> None:
             for _ in range(count // 16):
-                inputs = [
-                    aio.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(A),
-                    aio.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(B),
-                ]
-                result = await aio_client.infer("add_sub", inputs)
-                result.as_numpy("OUTPUT0")
-                result.as_numpy("OUTPUT1")
+                await aio_add_sub_once(aio, aio_client)
 
         await asyncio.gather(*(worker() for _ in range(16)))
 
