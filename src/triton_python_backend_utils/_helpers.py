@@ -123,7 +123,7 @@ def serialize_byte_tensor(input_tensor: np.ndarray[Any, Any]) -> Any:
         return None
     parts: list[bytes] = []
     for item in input_tensor.reshape(-1).tolist():
-        s = item if isinstance(item, bytes) else str(item).encode("utf-8")
+        s = item if type(item) is bytes else str(item).encode("utf-8")
         parts.append(struct.pack("<I", len(s)))
         parts.append(s)
     return b"".join(parts)

@@ -50,11 +50,12 @@ def wire_of(dtype: np.dtype[Any]) -> str | None:
 
 
 def bytes_items(array: np.ndarray[Any, Any]) -> list[bytes]:
-    """The elements of an object or ``S`` array as ``bytes`` (``str(x).encode()`` else)."""
+    """The elements of an object or ``S`` array as ``bytes``: an object element that is
+    exactly ``bytes`` as it is, any other (``np.bytes_`` too) as ``str(x).encode()``."""
     items: list[Any] = array.ravel(order="C").tolist()
     if array.dtype.kind == "S":
         return items
-    return [x if isinstance(x, bytes) else str(x).encode("utf-8") for x in items]
+    return [x if type(x) is bytes else str(x).encode("utf-8") for x in items]
 
 
 class Tensor:

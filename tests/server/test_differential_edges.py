@@ -151,3 +151,31 @@ def test_metrics_port_in_use(tmp_path: Path) -> None:
         assert rc == 1
         assert expected in output, output[-2000:]
         assert "failed to start HTTP service" not in output
+
+
+def _bytes_kinds_body(binary: bool) -> bytes:
+    return json.dumps({
+        "inputs": [{"name": "IN", "datatype": "INT32", "shape": [1], "data": [1]}],
+        "outputs": [{"name": "OUT", "parameters": {"binary_data": binary}}],
+    }).encode()  # fmt: skip
+
+
+def test_bytes_output_of_every_element_kind(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
+    """An object array of bytes, ``np.bytes_``, str, numbers, ``bytearray`` and None as a
+    BYTES output, in JSON and binary, from a worker process and in-process: only exact
+    ``bytes`` go as they are, every other element as its ``str()`` in UTF-8."""
+    repo = model_repo("edges")
+    real, ours = _pair(real_triton_factory, bundled_server_factory, repo)
+    inline = bundled_server_factory(repo, *ARGS, "--python-isolation=in-process")
+    for binary in (False, True):
+        body = _bytes_kinds_body(binary)
+        r = exchange(real.url, "POST", "/v2/models/bytes_kinds/infer", body)
+        assert r.status == 200, r.body
+        for server in (ours, inline):
+            o = exchange(server.url, "POST", "/v2/models/bytes_kinds/infer", body)
+            assert _same(o, r) is None, _same(o, r)
+    answer = exchange(ours.url, "POST", "/v2/models/bytes_kinds/infer", _bytes_kinds_body(False))
+    data = json.loads(answer.body)["outputs"][0]["data"]
+    assert data == ["raw", "b'npb'", "text", "nps", "7", "2.5", "bytearray(b'ba')", "None"]

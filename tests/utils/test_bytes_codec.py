@@ -6,11 +6,13 @@ import struct
 
 import numpy as np
 import pytest
+import tritonclient.http as ref
 import tritonclient.utils as tcu
 from _dtypes import NUMPY_NUMERIC
 from hypothesis import given
 from hypothesis import strategies as st
 
+import tritonhttp
 from tritonhttp import utils
 from tritonhttp.utils._bytes import BytesFramingError, unpack_items
 
@@ -142,3 +144,25 @@ def test_dtype_mapping_matches_tritonclient(dtype: object) -> None:
 )
 def test_triton_to_np_matches_tritonclient(name: str) -> None:
     assert utils.triton_to_np_dtype(name) == tcu.triton_to_np_dtype(name)
+
+
+@pytest.mark.parametrize("count", [3, 40], ids=["few", "many"])
+@pytest.mark.parametrize(
+    "odd", [np.bytes_(b"npb"), bytearray(b"ba"), "text", np.str_("nps"), 7, 2.5, None]
+)
+def test_elements_that_are_not_exactly_bytes_go_as_their_str(count: int, odd: object) -> None:
+    """Only exact ``bytes`` go as they are; anything else, a subclass of bytes such as
+    ``np.bytes_`` included, as ``str(x)`` in UTF-8, as tritonclient (and Triton's stub)
+    write it: in the serializer, in a binary input and in a JSON input alike."""
+    arr = np.empty(count, dtype=object)
+    arr[:] = [b"w%d" % i for i in range(count)]
+    arr[count // 2] = odd
+    expected = tcu.serialize_byte_tensor(arr).item()
+    assert str(odd).encode() in expected
+    assert utils.serialize_byte_tensor(arr).item() == expected
+    for binary in (True, False):
+        ours = tritonhttp.InferInput("X", [count], "BYTES").set_data_from_numpy(arr, binary)
+        theirs = ref.InferInput("X", [count], "BYTES")
+        theirs.set_data_from_numpy(arr, binary_data=binary)
+        assert ours._get_binary_data() == theirs._get_binary_data()
+        assert ours._get_tensor() == theirs._get_tensor()

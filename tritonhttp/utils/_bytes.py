@@ -42,22 +42,17 @@ class BytesFramingError(ValueError):
     """A BYTES buffer is malformed (truncated element or length prefix)."""
 
 
-def _as_bytes(x: object) -> bytes:
-    return x if isinstance(x, bytes) else str(x).encode("utf-8")
-
-
 def element_list(array: np.ndarray[Any, Any]) -> list[bytes]:
     """The elements of an object or ``S`` array, in C order, as ``bytes``.
 
-    Object elements that are not bytes become ``str(x).encode("utf-8")`` (as Triton's
-    clients do); ``S`` elements lose trailing NULs (numpy semantics).
+    An object element that is exactly ``bytes`` goes as it is; any other, a subclass such
+    as ``np.bytes_`` included, becomes ``str(x).encode("utf-8")`` (as Triton's clients
+    do); ``S`` elements lose trailing NULs (numpy semantics).
     """
     items: list[Any] = array.ravel(order="C").tolist()
-    if array.dtype.kind == "S":
+    if array.dtype.kind == "S" or [*map(type, items)].count(bytes) == len(items):
         return items
-    if all(map(bytes.__instancecheck__, items)):
-        return items
-    return [_as_bytes(x) for x in items]
+    return [x if type(x) is bytes else str(x).encode("utf-8") for x in items]
 
 
 def _lengths(items: Sequence[bytes]) -> np.ndarray[Any, Any]:
