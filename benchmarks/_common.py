@@ -27,6 +27,23 @@ import httptools
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent / "tests" / "models"
+#: the add_sub inputs the client benchmarks build their requests from
+ADD_A = np.arange(4, dtype=np.float32)
+ADD_B = np.ones(4, dtype=np.float32)
+
+
+async def aio_add_sub_once(m: Any, client: Any) -> None:
+    """One add_sub request through an asyncio client of module ``m`` (``tritonhttp.aio``
+    or ``tritonclient.http.aio``): build the inputs, infer, read both outputs."""
+    inputs = [
+        m.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(ADD_A),
+        m.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(ADD_B),
+    ]
+    result = await client.infer("add_sub", inputs)
+    result.as_numpy("OUTPUT0")
+    result.as_numpy("OUTPUT1")
+
+
 #: the add_sub JSON request every server benchmark sends (compact, as wrk posts it)
 ADD_BODY = json.dumps({"inputs": [
     {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]},

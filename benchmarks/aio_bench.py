@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import gc
 import json
 import socket
@@ -40,21 +41,22 @@ from typing import Any
 
 import aiohttp
 import httpx
-import numpy as np
 import tritonclient.http.aio as ref_aio
 
 import tritonhttp
 import tritonhttp.aio as aio
 
 try:
-    from _common import line
+    from _common import ADD_A as A
+    from _common import ADD_B as B
+    from _common import aio_add_sub_once, line
 except ImportError:  # run as a module
-    from benchmarks._common import line
+    from benchmarks._common import ADD_A as A
+    from benchmarks._common import ADD_B as B
+    from benchmarks._common import aio_add_sub_once, line
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 REPOS = [TESTS / "models", TESTS / "repos" / "cli_generate"]
-A = np.arange(4, dtype=np.float32)
-B = np.ones(4, dtype=np.float32)
 TASKS = 16
 
 
@@ -85,23 +87,10 @@ async def _drive(n: int, one: Callable[[], Awaitable[None]]) -> tuple[float, flo
     return done / wall, cpu / done * 1e6
 
 
-def add_sub_call(m: Any, client: Any) -> Callable[[], Awaitable[None]]:
-    async def one() -> None:
-        inputs = [
-            m.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(A),
-            m.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(B),
-        ]
-        result = await client.infer("add_sub", inputs)
-        result.as_numpy("OUTPUT0")
-        result.as_numpy("OUTPUT1")
-
-    return one
-
-
 async def client_x16(m: Any, url: str, n: int, **kw: Any) -> tuple[float, float]:
     client = m.InferenceServerClient(url, **kw)
     try:
-        one = add_sub_call(m, client)
+        one = functools.partial(aio_add_sub_once, m, client)
         await _drive(TASKS * 20, one)  # open the connections, warm up
         return await _drive(n, one)
     finally:

@@ -64,12 +64,16 @@ import tritonhttp
 import tritonhttp.aio as aio
 
 try:
-    from _common import line, raw_round_trips, real_triton
+    from _common import ADD_A as A
+    from _common import ADD_B as B
+    from _common import aio_add_sub_once, line, raw_round_trips, real_triton
 except ImportError:  # run as a module
-    from benchmarks._common import line, raw_round_trips, real_triton
+    from benchmarks._common import ADD_A as A
+    from benchmarks._common import ADD_B as B
+    from benchmarks._common import aio_add_sub_once, line, raw_round_trips, real_triton
 
-A = np.arange(4, dtype=np.float32)
-B = np.ones(4, dtype=np.float32)
+#: (req/s, client CPU us/request) of one client in one run
+Measured = tuple[float, float]
 
 
 def add_sub_once(m: Any, client: Any) -> None:
@@ -78,17 +82,6 @@ def add_sub_once(m: Any, client: Any) -> None:
         m.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(B),
     ]
     result = client.infer("add_sub", inputs)
-    result.as_numpy("OUTPUT0")
-    result.as_numpy("OUTPUT1")
-
-
-async def aio_add_sub_once(m: Any, client: Any) -> None:
-    """:func:`add_sub_once` for an asyncio client."""
-    inputs = [
-        m.InferInput("INPUT0", [4], "FP32").set_data_from_numpy(A),
-        m.InferInput("INPUT1", [4], "FP32").set_data_from_numpy(B),
-    ]
-    result = await client.infer("add_sub", inputs)
     result.as_numpy("OUTPUT0")
     result.as_numpy("OUTPUT1")
 
@@ -248,7 +241,7 @@ class _Window:
         self.client.close()
 
 
-def window_vs_aio(url: str, blocks: int, n: int) -> tuple[tuple[float, float], ...]:
+def window_vs_aio(url: str, blocks: int, n: int) -> tuple[Measured, Measured]:
     """((req/s, CPU us/request) of ``async_infer`` x16 as a window, the same of
     ``tritonhttp.aio`` x16), over ``blocks`` alternating blocks of ``n`` requests each
     (the clients stay open, so a slow minute of the machine hits both alike)."""
@@ -280,7 +273,8 @@ def window_vs_aio(url: str, blocks: int, n: int) -> tuple[tuple[float, float], .
         loop.run_until_complete(aio_client.close())
         loop.close()
     done = blocks * n
-    return tuple((done / wall, cpu / done * 1e6) for wall, cpu in totals)
+    (wall, cpu), (aio_wall, aio_cpu) = totals
+    return (done / wall, cpu / done * 1e6), (done / aio_wall, aio_cpu / done * 1e6)
 
 
 def strings_cpu(m: Any, url: str, data: np.ndarray[Any, Any], rounds: int) -> float:
@@ -297,31 +291,44 @@ def strings_cpu(m: Any, url: str, data: np.ndarray[Any, Any], rounds: int) -> fl
         return best * 1e3
 
 
+def _paired_runs(
+    runs: int,
+    measure: Callable[[], tuple[Measured, Measured]],
+    names: tuple[str, str],
+    cpu_ratio: str,
+) -> None:
+    """``runs`` runs of ``measure`` (a pair of figures), each printed, then the ratios of
+    the first to the second in requests per second and in CPU (second / first, labelled
+    ``cpu_ratio``)."""
+    pairs = []
+    for run in range(1, runs + 1):
+        pairs.append(measure())
+        sides = [f"{name} {rate:,.0f} req/s {cpu:.1f} us/request"
+                 for name, (rate, cpu) in zip(names, pairs[-1], strict=True)]  # fmt: skip
+        print(f"run {run}: {'; '.join(sides)}", flush=True)
+    print("req/s ratio " + spread([a[0] / b[0] for a, b in pairs]))
+    print(f"CPU ratio ({cpu_ratio}) " + spread([b[1] / a[1] for a, b in pairs]))
+
+
 def async_paths(url: str, runs: int) -> None:
     """``async_infer`` x16 written from the caller's thread against the thread pool only,
     ``runs`` alternating runs (the device's figure in docs/performance.md)."""
-    pairs = []
-    for run in range(1, runs + 1):
-        pairs.append((async16_cpu(tritonhttp, url, 200), async16_cpu(tritonhttp, url, 200, False)))
-        (rate, cpu), (rate_pool, cpu_pool) = pairs[-1]
-        caller = f"from the caller {rate:,.0f} req/s {cpu:.1f} us/request"
-        pool = f"pool only {rate_pool:,.0f} req/s {cpu_pool:.1f} us/request"
-        print(f"run {run}: {caller}; {pool}", flush=True)
-    print("req/s ratio " + spread([a[0] / b[0] for a, b in pairs]))
-    print("CPU ratio (pool / caller) " + spread([b[1] / a[1] for a, b in pairs]))
+    _paired_runs(
+        runs,
+        lambda: (async16_cpu(tritonhttp, url, 200), async16_cpu(tritonhttp, url, 200, False)),
+        ("from the caller", "pool only"),
+        "pool / caller",
+    )
 
 
 def window_runs(url: str, runs: int) -> None:
     """``runs`` runs of :func:`window_vs_aio` (8 alternating blocks of 400 requests)."""
-    pairs = []
-    for run in range(1, runs + 1):
-        pairs.append(window_vs_aio(url, 8, 400))
-        (rate, cpu), (aio_rate, aio_cpu) = pairs[-1]
-        window = f"async_infer window {rate:,.0f} req/s {cpu:.1f} us/request"
-        tasks = f"tritonhttp.aio x16 {aio_rate:,.0f} req/s {aio_cpu:.1f} us/request"
-        print(f"run {run}: {window}; {tasks}", flush=True)
-    print("req/s ratio " + spread([a[0] / b[0] for a, b in pairs]))
-    print("CPU ratio (aio / window) " + spread([b[1] / a[1] for a, b in pairs]))
+    _paired_runs(
+        runs,
+        lambda: window_vs_aio(url, 8, 400),
+        ("async_infer window", "tritonhttp.aio x16"),
+        "aio / window",
+    )
 
 
 def spread(values: list[float]) -> str:
