@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._tensor import bytes_items
+
 if TYPE_CHECKING:
     from ._request import InferenceRequest, InferenceResponse
     from ._tensor import Tensor
@@ -113,8 +115,9 @@ def numpy_to_triton_type(data_type: Any) -> int | None:
 def serialize_byte_tensor(input_tensor: np.ndarray[Any, Any]) -> Any:
     """Length-prefixed BYTES serialisation as ``bytes``.
 
-    Elements in C order, each a 4-byte little-endian length then the bytes; non-bytes
-    object elements become ``str(x).encode()``. As in Triton, an empty array gives
+    Elements in C order, each a 4-byte little-endian length then the bytes, as
+    :func:`._tensor.bytes_items` gives them (exact ``bytes`` as they are, any other
+    object element as ``str(x).encode()``). As in Triton, an empty array gives
     ``()`` and a non-bytes dtype gives None.
     """
     if input_tensor.size == 0:
@@ -122,8 +125,7 @@ def serialize_byte_tensor(input_tensor: np.ndarray[Any, Any]) -> Any:
     if input_tensor.dtype != np.object_ and input_tensor.dtype.type != np.bytes_:
         return None
     parts: list[bytes] = []
-    for item in input_tensor.reshape(-1).tolist():
-        s = item if type(item) is bytes else str(item).encode("utf-8")
+    for s in bytes_items(input_tensor):
         parts.append(struct.pack("<I", len(s)))
         parts.append(s)
     return b"".join(parts)
