@@ -172,6 +172,15 @@ def _load_parameters(body: bytearray | memoryview) -> tuple[str | None, dict[str
     return config, files
 
 
+def _unsigned(value: object) -> int:
+    """``value`` of an unsigned 64-bit JSON field, or Triton's error for anything else."""
+    if type(value) is not int or not 0 <= value < 2**64:
+        raise CoreError(
+            "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
+        )
+    return value
+
+
 class HttpFrontend:
     """Triton's HTTP/REST API over a :class:`~tritonhttp.server.core._core.ServerCore`.
 
@@ -458,14 +467,7 @@ class HttpFrontend:
     ) -> None:
         """System shared memory: the ``status`` of ``region`` (None: of every region), or
         its ``register`` or ``unregister`` (None: every region's)."""
-        shm = self.core.shm
-        if action == "status":
-            await send_response(send, 200, _json.dumps(shm.status(region, "system")))
-            return
-        if action == "unregister":
-            await read_body(receive)
-            shm.unregister(region, "system")
-            await send_response(send, 200, b"")
+        if await self._shm_query(receive, send, region, action, "system"):
             return
         if region is None:
             raise CoreError("'region name' is necessary to register system shared memory region")
@@ -476,19 +478,10 @@ class HttpFrontend:
         if not isinstance(key, str):
             raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
         key = key.partition("\0")[0]  # Triton reads the key as a C string
-        offset = doc.get("offset", 0)
-        if type(offset) is not int or not 0 <= offset < 2**64:
-            raise CoreError(
-                "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
-            )
+        offset = _unsigned(doc.get("offset", 0))
         if "byte_size" not in doc:
             raise CoreError("Shared memory register request has no 'byte_size' field")
-        size = doc["byte_size"]
-        if type(size) is not int or not 0 <= size < 2**64:
-            raise CoreError(
-                "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
-            )
-        shm.register(region, key, offset, size)
+        self.core.shm.register(region, key, offset, _unsigned(doc["byte_size"]))
         await send_response(send, 200, b"")
 
     async def _cuda_shm(
@@ -496,14 +489,7 @@ class HttpFrontend:
     ) -> None:
         """CUDA shared memory: the ``status`` of ``region`` (None: of every region), or its
         ``register`` or ``unregister`` (None: every region's)."""
-        shm = self.core.shm
-        if action == "status":
-            await send_response(send, 200, _json.dumps(shm.status(region, "cuda")))
-            return
-        if action == "unregister":
-            await read_body(receive)
-            shm.unregister(region, "cuda")
-            await send_response(send, 200, b"")
+        if await self._shm_query(receive, send, region, action, "cuda"):
             return
         if region is None:
             raise CoreError("'region name' is necessary to register cuda shared memory region")
@@ -521,19 +507,30 @@ class HttpFrontend:
                 raise CoreError(
                     f"attempt to access non-existing object member '{key}'", Code.INTERNAL
                 )
-            value = doc[key]
-            if type(value) is not int or not 0 <= value < 2**64:
-                raise CoreError(
-                    "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
-                )
-            values[key] = value
+            values[key] = _unsigned(doc[key])
         try:
             raw = base64.b64decode(handle["b64"], validate=True)
         except (binascii.Error, ValueError):
             raw = b""
         # Without cuda-python or a GPU the handle cannot be opened: Triton's CPU-only answer.
-        shm.register_cuda(region, raw, values["device_id"], values["byte_size"])
+        self.core.shm.register_cuda(region, raw, values["device_id"], values["byte_size"])
         await send_response(send, 200, b"")
+
+    async def _shm_query(
+        self, receive: Receive, send: Send, region: str | None, action: str, kind: str
+    ) -> bool:
+        """Answer a ``status`` or ``unregister`` of ``kind`` shared memory: True; False for
+        a ``register`` (the caller's)."""
+        shm = self.core.shm
+        if action == "status":
+            await send_response(send, 200, _json.dumps(shm.status(region, kind)))
+            return True
+        if action == "unregister":
+            await read_body(receive)
+            shm.unregister(region, kind)
+            await send_response(send, 200, b"")
+            return True
+        return False
 
     # ------------------------------------------------------------------ inference
 
