@@ -1,7 +1,7 @@
 """System (POSIX) shared-memory regions: tritonclient's API, made safe.
 
 Same functions, arguments, keys and results as ``tritonclient.utils.shared_memory``
-2.73.0. What differs is only what used to crash, leak or mislead:
+2.73.0. They differ only where tritonclient crashes, leaks or misleads:
 
 * every handle operation checks that the handle is still alive, so using a destroyed
   handle (including a second destroy) raises :class:`SharedMemoryException`;
