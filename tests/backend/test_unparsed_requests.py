@@ -1,8 +1,10 @@
 """A worker process parses the requests the server hands it unparsed.
 
-For a model whose instances all run in worker processes, with no dynamic or sequence
-batching, no response cache and not decoupled (``ModelVersion.parses_in_backend``), the
-server hands a plain ``/infer`` body to the worker as it came. The worker parses and
+For a model whose instances all run in worker processes, with no sequence batching, no
+response cache and not decoupled (``ModelVersion.parses_in_backend``), the server hands a
+plain ``/infer`` body to the worker as it came. Under the dynamic batcher (when nothing
+it decides by depends on a request's shapes) the batcher counts such a request by the
+batch size read off its header, and the worker parses the batch it forms. The worker parses and
 checks it with the server's own code and writes the answer to the client; anything it
 would not answer the same way (a request the server would refuse, shared memory,
 classification) it declines, and the server parses and answers that request as it
@@ -16,6 +18,7 @@ requests the worker takes must not be parsed by the server at all.
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import json
 import struct
@@ -90,6 +93,15 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "echo": _config("echo", 0),
         "batched": _config("batched", 8),
         "dynamic": _config("dynamic", 8, "dynamic_batching { }\n"),
+        "plain_dynamic": textwrap.dedent("""\
+            name: "plain_dynamic"
+            backend: "python"
+            max_batch_size: 8
+            dynamic_batching { max_queue_delay_microseconds: 20000 }
+            input [ { name: "IN_F" data_type: TYPE_FP32 dims: [ 2 ] } ]
+            output [ { name: "OUT_F" data_type: TYPE_FP32 dims: [ 2 ] },
+                     { name: "SEEN" data_type: TYPE_STRING dims: [ 1 ] } ]
+            """),
         "single": textwrap.dedent("""\
             name: "single"
             backend: "python"
@@ -219,6 +231,17 @@ PLAIN: dict[str, tuple[str, bytes | str, dict[str, str], int]] = {
         json.dumps({"inputs": [_json_input("F", [1, 2, 3, 4, 5, 6], [3, 2])]}),
         {},
         3,
+    ),
+    "a dynamically batched model, the header's first shape not the batch size": (
+        "plain_dynamic",
+        json.dumps(
+            {
+                "outputs": [{"name": "OUT_F", "shape": [3]}, {"name": "SEEN"}],
+                "inputs": [_json_input("F", [1.0, 2.0], [1, 2])],
+            }
+        ),
+        {},
+        1,
     ),
     "a raw binary body": ("single", F32, {"Inference-Header-Content-Length": "0"}, 1),
     "a body past the inline size, in the arena": (
@@ -360,7 +383,7 @@ USUAL: dict[str, tuple[str, bytes | str, dict[str, str]]] = {
         ),
         {},
     ),
-    "a model with dynamic batching": (
+    "a model with dynamic batching and optional inputs": (
         "dynamic",
         json.dumps({"inputs": [_json_input("F", [1.0, 2.0], [1, 2])]}),
         {},
@@ -410,11 +433,34 @@ def test_parses_in_backend_only_where_the_worker_can_answer_alone(
 ) -> None:
     url, counter = counted
     before = counter.calls
-    _post(url, "dynamic", *USUAL["a model with dynamic batching"][1:])
-    assert counter.calls == before + 1  # (dynamic batching: the server parses)
+    _post(url, "dynamic", *USUAL["a model with dynamic batching and optional inputs"][1:])
+    assert counter.calls == before + 1  # (the batcher would need the request's inputs)
     before = counter.calls
     _post(url, "echo", json.dumps({"inputs": [_json_input("F", [1.0])]}), {})
+    _post(url, "plain_dynamic", json.dumps({"inputs": [_json_input("F", [1.0, 2.0], [1, 2])]}), {})
     assert counter.calls == before
+
+
+@pytest.mark.parametrize(
+    ("header", "size"),
+    [
+        (b'{"inputs":[{"name":"X","datatype":"FP32","shape":[3,2],"data":[1,2,3,4,5,6]}]}', 3),
+        (b'{"inputs":[{"name":"X","shape" : [ 4 ],"data":[1,2,3,4]}]}', 4),
+        (b'{"inputs":[{"name":"X","shape":[],"data":[]}]}', 0),  # (not a batch size)
+        (b'{"inputs":[{"name":"X","shape":"3","data":[]}]}', 0),
+        (b'{"inputs":[{"name":"X","shape":[-1,2]}]}', 0),
+        (b'{"inputs":[{"name":"X","shape":[12345678901,2]}]}', 0),
+        (b'{"inputs":[{"name":"X","data":[1]}]}', 0),
+        (b'{"parameters":{"priority":1},"inputs":[{"name":"X","shape":[1,2]}]}', 0),
+        (b'{"parameters":{"timeout":5},"inputs":[{"name":"X","shape":[1,2]}]}', 0),
+    ],
+)
+def test_the_batch_size_the_batcher_counts_an_unparsed_request_by(header: bytes, size: int) -> None:
+    """Read off the header's first ``"shape"``; 0 (the server parses the request) when it
+    is not a plain count, or when the header may set the request's priority or timeout,
+    which the batcher also decides by."""
+    assert _app._batch_size_of(bytearray(header + b"tail"), len(header)) == size
+    assert _app._batch_size_of(memoryview(header), len(header)) == size
 
 
 @pytest.mark.parametrize("case", list(PLAIN))
@@ -506,3 +552,71 @@ def test_clients_at_once_mixing_plain_and_refused_requests(
     delta = _delta(_stats(url, "echo"), before)
     assert delta["success"] == delta["inference_count"] == delta["execution_count"] == 8 * 20
     assert "fail" not in delta
+
+
+def _batched_client(url: str, n: int, failures: list[str], expected: dict[str, Any]) -> None:
+    """One keep-alive client of ``plain_dynamic``: plain requests (the worker parses them,
+    in batches), ones the worker declines (a batch too large), ones whose header's first
+    ``"shape"`` is not their batch size (declined in a batch) and gzip-compressed ones
+    (the server parses those: batches then mix both kinds)."""
+    host, port = url.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        for i in range(24):
+            value = float(n * 1000 + i)
+            doc = {"id": f"{n}-{i}", "inputs": [_json_input("F", [value, -value], [1, 2])]}
+            headers: dict[str, str] = {}
+            if i % 6 == 5:
+                doc = json.loads(expected["refused body"])
+            elif i % 6 == 1:
+                doc = {"outputs": [{"name": "OUT_F", "shape": [2]}], **doc}
+            body = json.dumps(doc).encode()
+            if i % 4 == 3:
+                body, headers = gzip.compress(body), {"Content-Encoding": "gzip"}
+            conn.request("POST", "/v2/models/plain_dynamic/infer", body, headers)
+            r = conn.getresponse()
+            answer = (r.status, r.read())
+            if i % 6 == 5:
+                if answer != expected["refused"]:
+                    failures.append(f"client {n} request {i}: {answer}")
+                continue
+            out = json.loads(answer[1])
+            data = next(o for o in out["outputs"] if o["name"] == "OUT_F")["data"]
+            if answer[0] != 200 or out["id"] != f"{n}-{i}" or data != [value, -value]:
+                failures.append(f"client {n} request {i}: {answer}")
+    finally:
+        conn.close()
+
+
+def test_the_worker_parses_the_batches_the_dynamic_batcher_forms(
+    counted: tuple[str, _Counted], in_process: str
+) -> None:
+    """Clients at once on a dynamically batched model: batches form of requests the
+    server did not parse, each client gets its own answers, a request the worker
+    declines (a batch size the model refuses) gets the server's own error, and the
+    statistics count exactly the requests that ran, in batches."""
+    url, counter = counted
+    refused_body = json.dumps({"inputs": [_json_input("F", list(range(18)), [9, 2])]})
+    reply = _post(in_process, "plain_dynamic", refused_body, {})
+    assert reply.status == 400
+    expected = {"refused body": refused_body, "refused": (reply.status, reply.body)}
+    before, parsed_before = _stats(url, "plain_dynamic"), counter.calls
+    failures: list[str] = []
+    threads = [
+        threading.Thread(target=_batched_client, args=(url, n, failures, expected))
+        for n in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not failures, failures[:5]
+    delta = _delta(_stats(url, "plain_dynamic"), before)
+    ran = 8 * 20  # (4 of each client's 24 are refused)
+    assert delta["success"] == delta["inference_count"] == ran
+    assert "fail" not in delta
+    assert delta["execution_count"] < ran / 2, "the requests should have run in batches"
+    assert sum(int(k[6:]) * v for k, v in delta.items() if k.startswith("batch ")) == ran
+    # the server parsed only the compressed requests and those the worker declined
+    compressed, refused, misleading = 8 * 6, 8 * 4, 8 * 4
+    assert counter.calls - parsed_before <= compressed + refused + misleading

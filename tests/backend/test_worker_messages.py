@@ -28,6 +28,13 @@ _DESC = st.one_of(
     st.builds(m.OutputsDesc, _VALUE, st.none() | st.dictionaries(st.text(max_size=5), _INT)),
     st.builds(m.AnsweredDesc, st.binary(max_size=50)),
 )
+_UNPARSED = {
+    "batch_id": st.integers(),
+    "token": st.integers(),
+    "header_len": st.integers(),
+    "body": st.binary(max_size=100) | _VALUE,
+    "key": st.integers(),
+}
 #: strategies for fields whose values must keep a shape (nested records)
 _NESTED: dict[type[Any], dict[str, Any]] = {
     m.Exec: {
@@ -43,12 +50,14 @@ _NESTED: dict[type[Any], dict[str, Any]] = {
     m.BlsResponse: {"response": _DESC},
     m.Bls: {"request": st.builds(m.BlsRequest, *[_VALUE] * len(m.BlsRequest._fields))},
     m.DoneAnswered: {"batch_id": _INT, "token": _INT},
-    m.ExecUnparsed: {
-        "batch_id": st.integers(),
-        "token": st.integers(),
-        "header_len": st.integers(),
-        "body": st.binary(max_size=100) | _VALUE,
-        "key": st.integers(),
+    m.ExecUnparsed: _UNPARSED,
+    m.ExecWithUnparsed: {
+        "requests": st.lists(
+            st.builds(m.ExecUnparsed, **_UNPARSED)
+            | st.builds(m.ExecRequest, *[_VALUE] * len(m.ExecRequest._fields)),
+            max_size=3,
+        ),
+        "sizes": st.lists(st.integers(), max_size=3),
     },
 }
 MESSAGE_TYPES: list[type[Any]] = list(typing.get_args(m.Message))

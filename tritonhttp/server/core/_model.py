@@ -115,11 +115,18 @@ class ModelVersion:
             and not self.decoupled
             and all(getattr(i, "answers_directly", False) for i in instances)
         )
+        #: the dynamic batcher forms batches of requests its instances parse, counting
+        #: each by the batch size the front reads off its header (no other input of the
+        #: batcher's decisions may depend on the request: shapes that must match, optional
+        #: inputs)
+        self.batches_unparsed = isinstance(scheduler, DynamicBatcher) and not (
+            scheduler.rules.equal_shape_inputs or scheduler.rules.optional_inputs
+        )
         #: every instance may be handed a request unparsed (in its reply capability): it
         #: parses and checks it itself, and answers the client or declines
         self.parses_in_backend = (
             self.answers_directly
-            and which is None
+            and (which is None or self.batches_unparsed)
             and all(getattr(i, "parses_requests", False) for i in instances)
         )
         self.state = "READY"
@@ -225,8 +232,9 @@ class ModelVersion:
         times = ExecutionTimes(on_free=on_free)
         responses = await inst.execute(requests, times)
         t1 = time.monotonic_ns()
-        if responses and responses[0].declined:  # (an unparsed request executes alone)
-            return responses  # not executed: the front end answers it the usual way
+        if any(r.declined for r in responses):
+            # not executed: the front end parses and answers those the usual way
+            return self._count_taken(requests, responses, times, t0, t1)
         batch = 0
         for r in requests:
             batch += r.batch_size
@@ -247,6 +255,28 @@ class ModelVersion:
         started = t0 + times.waited_ns
         for r, resp in real:
             stats.record_request(not resp.failed, t1 - r.start_ns, started - r.start_ns)
+        return responses
+
+    def _count_taken(
+        self,
+        requests: list[InferRequest],
+        responses: list[InferResponse],
+        times: ExecutionTimes,
+        t0: int,
+        t1: int,
+    ) -> list[InferResponse]:
+        """Count a batch of which the backend declined some requests: the others were
+        executed as one batch."""
+        taken = [(q, r) for q, r in zip(requests, responses, strict=True) if not r.declined]
+        if taken:
+            stats = self.stats
+            stats.record_execution(
+                sum(q.batch_size for q, _ in taken), len(taken), times.input_ns,
+                times.infer_ns, times.output_ns, all(r.failed for _, r in taken),
+            )  # fmt: skip
+            started = t0 + times.waited_ns
+            for q, r in taken:
+                stats.record_request(not r.failed, t1 - q.start_ns, started - q.start_ns)
         return responses
 
     @property

@@ -81,6 +81,27 @@ def _server_only(body: bytearray | memoryview, header_len: int) -> bool:
     )
 
 
+def _batch_size_of(body: bytearray | memoryview, header_len: int) -> int:
+    """What a dynamic batcher needs to queue an unparsed request: its batch size, the
+    first dimension of the first ``"shape"`` in its JSON header. 0 when that cannot be
+    read so simply, or when the header may set what the batcher reads (``priority``,
+    ``timeout``): the front then parses the request. The worker that parses the request
+    declines it when its batch size is another."""
+    head = body if type(body) is bytearray else bytes(body[:header_len])
+    if head.find(b'"priority"', 0, header_len) >= 0 or head.find(b'"timeout"', 0, header_len) >= 0:
+        return 0
+    at = head.find(b'"shape"', 0, header_len)
+    if at < 0:
+        return 0
+    start = head.find(b"[", at, header_len)
+    close = head.find(b"]", start, header_len)
+    if start < 0 or close < 0 or head[at + 7 : start].strip() != b":":
+        return 0
+    comma = head.find(b",", start, close)
+    dim = bytes(head[start + 1 : close if comma < 0 else comma]).strip()
+    return int(dim) if dim.isdigit() and len(dim) < 10 else 0
+
+
 _NOT_FOUND = b'{"error":"Not Found"}'
 #: the answers of /v2/health/live and /v2/health/ready (as _health sends them)
 _HEALTHY: Answer = (200, tuple(response_headers(0, TEXT, length_first=True)), b"")
@@ -672,6 +693,10 @@ class HttpFrontend:
         if link is None:
             return False
         request = InferRequest(id="", inputs={})
+        if model.batches_unparsed:
+            request.batch_size = _batch_size_of(body, header_len)
+            if not request.batch_size:
+                return False
         request.start_ns = time.monotonic_ns()
         request.reply = reply_for(link, None, (body, header_len))
         response = await _infer_cancelled_on_leaving(scope, model, request)

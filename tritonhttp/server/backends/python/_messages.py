@@ -47,6 +47,7 @@ __all__ = [
     "Exec",
     "ExecRequest",
     "ExecUnparsed",
+    "ExecWithUnparsed",
     "FamilyDelete",
     "Final",
     "Fini",
@@ -195,6 +196,17 @@ class ExecUnparsed(NamedTuple):
     header_len: int
     body: Any
     key: int
+
+
+class ExecWithUnparsed(NamedTuple):
+    """Execute a batch that holds requests the front did not parse (:class:`ExecUnparsed`,
+    in the batch's order among the others): each is parsed and checked as one alone is,
+    and declined unless it has the batch size the batcher counted for it (``sizes``, one
+    per request); the others run as one batch."""
+
+    batch_id: int
+    requests: list[ExecRequest | ExecUnparsed]
+    sizes: list[int]
 
 
 class IsReady(NamedTuple):
@@ -390,7 +402,8 @@ class FiniDone(NamedTuple):
 
 
 Message = (
-    Setup | Init | AutoComplete | Exec | ExecUnparsed | IsReady | Fini | CallResult
+    Setup | Init | AutoComplete | Exec | ExecUnparsed | ExecWithUnparsed | IsReady | Fini
+    | CallResult
     | BlsResponse | Segment | DropSegment | Connection | DropConnection | Ready | InitError
     | AutoCompleted | Done | DoneAnswered | Streamed | Log | MetricOp | Call | Bls | BlsCancel
     | FamilyDelete | MetricDelete | ReadyAnswer | FiniDone
@@ -399,7 +412,7 @@ Message = (
 #: the messages a worker's main thread handles (any thread reading the socket routes the
 #: others at once)
 MAIN_THREAD: frozenset[type[Message]] = frozenset(
-    (Setup, Init, AutoComplete, Exec, ExecUnparsed, IsReady, Fini, DropConnection)
+    (Setup, Init, AutoComplete, Exec, ExecUnparsed, ExecWithUnparsed, IsReady, Fini, DropConnection)
 )
 
 # ---------------------------------------------------------------- framing
@@ -418,6 +431,16 @@ def _exec_fields(batch_id: int, requests: list[ExecRequest]) -> tuple[Any, ...]:
 
 def _build_exec(w: Any) -> Exec:
     return Exec(w[0], [_new(ExecRequest, r) for r in w[1]])
+
+
+def _flat_with_unparsed(m: ExecWithUnparsed) -> tuple[Any, ...]:
+    requests = [(type(r) is ExecUnparsed, tuple(r)) for r in m.requests]
+    return (m.batch_id, requests, m.sizes)
+
+
+def _build_with_unparsed(w: Any) -> ExecWithUnparsed:
+    requests = [_new(ExecUnparsed, r) if unparsed else _new(ExecRequest, r) for unparsed, r in w[1]]
+    return ExecWithUnparsed(w[0], requests, w[2])
 
 
 def _flat_done(m: Done) -> tuple[Any, ...]:
@@ -457,7 +480,7 @@ _ALL: tuple[type[Message], ...] = (
     Setup, Init, AutoComplete, Exec, ExecUnparsed, IsReady, Fini, CallResult, BlsResponse, Segment,
     DropSegment, Connection, DropConnection, Ready, InitError, AutoCompleted, Done,
     DoneAnswered, Streamed, Log, MetricOp, Call, Bls, BlsCancel, FamilyDelete, MetricDelete,
-    ReadyAnswer, FiniDone,
+    ReadyAnswer, FiniDone, ExecWithUnparsed,
 )  # fmt: skip
 #: message type -> its number on the wire
 _KIND_OF: dict[type[Any], int] = {c: i for i, c in enumerate(_ALL)}
@@ -465,6 +488,7 @@ _EXEC_KIND = _KIND_OF[Exec]
 #: message type -> its fields as plain tuples (records with nested records only)
 _FLATTEN: dict[type[Any], _Flatten] = {
     Exec: _flat_exec,
+    ExecWithUnparsed: _flat_with_unparsed,
     Done: _flat_done,
     Streamed: _flat_streamed,
     BlsResponse: _flat_bls_response,
@@ -472,6 +496,7 @@ _FLATTEN: dict[type[Any], _Flatten] = {
 }
 _BUILDERS: dict[type[Any], _Build] = {
     Exec: _build_exec,
+    ExecWithUnparsed: _build_with_unparsed,
     Done: _build_done,
     Streamed: _build_streamed,
     BlsResponse: _build_bls_response,

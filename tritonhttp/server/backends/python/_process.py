@@ -25,7 +25,7 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, cast
@@ -739,12 +739,16 @@ class ProcessInstance:
             return [InferResponse(error=CoreError(text, Code.INTERNAL), failed=True)
                     for _ in requests]  # fmt: skip
         first: DirectReply | None = requests[0].reply  # type: ignore[assignment]
-        if (
+        if len(requests) > 1:
+            apart = self._unparsed_apart(worker, requests)
+            if apart is not None:
+                return await apart(times)
+        elif (
             first is not None
             and first.unparsed is not None
             and not (self.parses_requests and worker.hold(first))
         ):
-            return [InferResponse(declined=True)]  # (an unparsed request executes alone)
+            return [InferResponse(declined=True)]
         loop = asyncio.get_running_loop()
         batch_id = next(self._tokens)
         done: asyncio.Future[list[bool] | None] = loop.create_future()
@@ -782,16 +786,37 @@ class ProcessInstance:
             trace_execution(requests, out, t0, times)
         return out
 
+    def _unparsed_apart(
+        self, worker: WorkerProcess, requests: list[InferRequest]
+    ) -> Callable[[ExecutionTimes], Awaitable[list[InferResponse]]] | None:
+        """None when the worker takes this batch as it is: the worker parses each request
+        of it that is unparsed. Else how to run it: the unparsed requests declined (the
+        front parses and queues them again), the others as a batch."""
+        replies: list[DirectReply | None] = [r.reply for r in requests]  # type: ignore[misc]
+        unparsed = [r for r in replies if r is not None and r.unparsed is not None]
+        if not unparsed or (self.parses_requests and all(worker.hold(r) for r in unparsed)):
+            return None
+        parsed = [q for q, r in zip(requests, replies, strict=True)
+                  if r is None or r.unparsed is None]  # fmt: skip
+
+        async def run(times: ExecutionTimes) -> list[InferResponse]:
+            done = iter(await self.execute(parsed, times) if parsed else ())
+            return [next(done) if r is None or r.unparsed is None
+                    else InferResponse(declined=True) for r in replies]  # fmt: skip
+
+        return run
+
     def _send_batch(
         self, worker: WorkerProcess, batch_id: int, requests: list[InferRequest]
     ) -> list[Collector]:
-        """Send the batch to the worker; a collector per request, registered as pending."""
+        """Send the batch to the worker; a collector per request, registered as pending.
+        A request handed over unparsed travels as its body."""
         inputs = worker.inputs
         assert inputs is not None
-        outputs = self._outputs
         decoupled = self._decoupled
         collectors: list[Collector] = []
-        wire: list[msg.ExecRequest] = []
+        wire: list[msg.ExecRequest | msg.ExecUnparsed] = []
+        unparsed = False
         for req in requests:
             token = next(self._tokens)
             c = Collector(req, decoupled, token=token)
@@ -799,24 +824,37 @@ class ProcessInstance:
             collectors.append(c)
             reply: DirectReply | None = req.reply  # type: ignore[assignment]
             if reply is not None and reply.unparsed is not None:
+                unparsed = True
                 body, header_len = reply.unparsed
                 block = _body_block(inputs, body)
-                worker.send(msg.ExecUnparsed(batch_id, token, header_len, block, reply.key))
-                return collectors
-            block = write_block(
-                inputs, [(t.name, t.datatype, t.shape, t.array) for t in req.inputs.values()]
-            )
-            wanted = tuple(req.requested_outputs) if req.requested_outputs else outputs
-            answer = None
-            if reply is not None and worker.hold(reply):
-                answer = (reply.key, reply.answer)
-            wire.append(
-                msg.ExecRequest(token, req.id, req.correlation_id, req.flags, req.timeout_us,
-                            params_json(req), wanted, block, answer,
-                            None if req.trace is None else req.trace.handle())
-            )  # fmt: skip
-        worker.send_frame(msg.encode_exec(batch_id, wire))
+                wire.append(msg.ExecUnparsed(batch_id, token, header_len, block, reply.key))
+            else:
+                wire.append(self._exec_request(worker, inputs, token, req))
+        if not unparsed:
+            worker.send_frame(msg.encode_exec(batch_id, cast("list[msg.ExecRequest]", wire)))
+        elif len(wire) == 1:  # (its batch size as the worker reads it comes back with it)
+            requests[0].batch_size = 1
+            worker.send(cast("msg.ExecUnparsed", wire[0]))
+        else:
+            worker.send(msg.ExecWithUnparsed(batch_id, wire, [r.batch_size for r in requests]))
         return collectors
+
+    def _exec_request(
+        self, worker: WorkerProcess, inputs: Producer, token: int, req: InferRequest
+    ) -> msg.ExecRequest:
+        """A parsed request as the worker gets it (its tensors placed in the arena)."""
+        block = write_block(
+            inputs, [(t.name, t.datatype, t.shape, t.array) for t in req.inputs.values()]
+        )
+        wanted = tuple(req.requested_outputs) if req.requested_outputs else self._outputs
+        reply: DirectReply | None = req.reply  # type: ignore[assignment]
+        answer = None
+        if reply is not None and worker.hold(reply):
+            answer = (reply.key, reply.answer)
+        return msg.ExecRequest(
+            token, req.id, req.correlation_id, req.flags, req.timeout_us, params_json(req),
+            wanted, block, answer, None if req.trace is None else req.trace.handle(),
+        )  # fmt: skip
 
     def _poll_for(
         self,

@@ -495,6 +495,8 @@ class Worker:
                     self.execute(batch_id, requests)
                 case msg.ExecUnparsed() as unparsed:
                     self.execute_unparsed(unparsed)
+                case msg.ExecWithUnparsed(batch_id, items, sizes):
+                    self.execute_with_unparsed(batch_id, items, sizes)
                 case msg.IsReady(call_id):
                     self.channel.send(msg.ReadyAnswer(call_id, host.is_ready()))
                 case msg.DropConnection(key):
@@ -510,26 +512,23 @@ class Worker:
         return fut.result()
 
     def execute(self, batch_id: int, descs: list[msg.ExecRequest]) -> None:
+        self._run(batch_id, [self._request(d) for d in descs], None)
+
+    def _request(self, d: msg.ExecRequest) -> InferenceRequest:
         host = self.host
         assert host is not None
-        decoupled = host.decoupled
-        requests = []
-        for d in descs:
-            wanted = set(d.wanted)
-            requests.append(
-                InferenceRequest._server_side(
-                    d.request_id,
-                    d.correlation_id,
-                    self.block_in(d.block),
-                    wanted,
-                    d.flags,
-                    d.timeout_us,
-                    d.parameters,
-                    _Link(self, d.token, decoupled, wanted, d.answer),
-                    d.trace,
-                )
-            )
-        self._run(batch_id, requests, None)
+        wanted = set(d.wanted)
+        return InferenceRequest._server_side(
+            d.request_id,
+            d.correlation_id,
+            self.block_in(d.block),
+            wanted,
+            d.flags,
+            d.timeout_us,
+            d.parameters,
+            _Link(self, d.token, host.decoupled, wanted, d.answer),
+            d.trace,
+        )
 
     def execute_unparsed(self, m: msg.ExecUnparsed) -> None:
         """Parse, check and run a request the front did not parse, or decline it."""
@@ -541,19 +540,55 @@ class Worker:
         request, size = parsed
         self._run(m.batch_id, [request], {m.token: size} if size != 1 else None)
 
-    def _run(
-        self, batch_id: int, requests: list[InferenceRequest], sizes: dict[int, int] | None
+    def execute_with_unparsed(
+        self, batch_id: int, items: list[msg.ExecRequest | msg.ExecUnparsed], sizes: list[int]
     ) -> None:
-        """Execute a batch and tell the server (the shortest message when it can)."""
+        """Run a batch with requests the front did not parse: each of those is parsed and
+        checked, and declined unless it has the batch size the batcher counted; the
+        others run as one batch."""
+        requests: list[InferenceRequest] = []
+        declined: list[msg.Final] = []
+        taken: list[bool] = []
+        for m, size in zip(items, sizes, strict=True):
+            request: InferenceRequest | None = None
+            if type(m) is msg.ExecRequest:
+                request = self._request(m)
+            else:
+                parsed = self._parse(m)  # type: ignore[arg-type]
+                request = parsed[0] if parsed is not None and parsed[1] == size else None
+            taken.append(request is not None)
+            if request is None:
+                declined.append(msg.Final(m.token, msg.DeclinedDesc(), False))
+            else:
+                requests.append(request)
+        if not requests:
+            self.channel.send(msg.Done(batch_id, declined, None))
+            return
+        self._run(batch_id, requests, None, declined, taken)
+
+    def _run(
+        self,
+        batch_id: int,
+        requests: list[InferenceRequest],
+        sizes: dict[int, int] | None,
+        declined: list[msg.Final] | None = None,
+        taken: list[bool] | None = None,
+    ) -> None:
+        """Execute a batch and tell the server (the shortest message when it can).
+        ``declined``: the batch's requests left out (their answers go first);
+        ``taken``: per request of the batch, whether it is in ``requests``."""
         host = self.host
         assert host is not None
-        batch: list[msg.Final] = []
+        batch: list[msg.Final] = declined or []
         self._batch = batch
         try:
             rescheduled = host.execute(requests)
         finally:
             self._batch = None
         del requests
+        if taken is not None and rescheduled is not None:
+            flags = iter(rescheduled)
+            rescheduled = [next(flags) if t else False for t in taken]
         if len(batch) == 1 and rescheduled == [False] and sizes is None:
             token, desc, failed = batch[0]
             if not failed and type(desc) is msg.AnsweredDesc and not desc.rest:
