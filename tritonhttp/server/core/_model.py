@@ -232,7 +232,7 @@ class ModelVersion:
         times = ExecutionTimes(on_free=on_free)
         responses = await inst.execute(requests, times)
         t1 = time.monotonic_ns()
-        if any(r.declined for r in responses):
+        if responses[0].declined if len(responses) == 1 else any(r.declined for r in responses):
             # not executed: the front end parses and answers those the usual way
             return self._count_taken(requests, responses, times, t0, t1)
         batch = 0

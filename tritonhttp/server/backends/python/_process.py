@@ -816,7 +816,7 @@ class ProcessInstance:
         decoupled = self._decoupled
         collectors: list[Collector] = []
         wire: list[msg.ExecRequest | msg.ExecUnparsed] = []
-        unparsed = False
+        unparsed: msg.ExecUnparsed | None = None
         for req in requests:
             token = next(self._tokens)
             c = Collector(req, decoupled, token=token)
@@ -824,17 +824,17 @@ class ProcessInstance:
             collectors.append(c)
             reply: DirectReply | None = req.reply  # type: ignore[assignment]
             if reply is not None and reply.unparsed is not None:
-                unparsed = True
                 body, header_len = reply.unparsed
                 block = _body_block(inputs, body)
-                wire.append(msg.ExecUnparsed(batch_id, token, header_len, block, reply.key))
+                unparsed = msg.ExecUnparsed(batch_id, token, header_len, block, reply.key)
+                wire.append(unparsed)
             else:
                 wire.append(self._exec_request(worker, inputs, token, req))
-        if not unparsed:
+        if unparsed is None:
             worker.send_frame(msg.encode_exec(batch_id, cast("list[msg.ExecRequest]", wire)))
         elif len(wire) == 1:  # (its batch size as the worker reads it comes back with it)
             requests[0].batch_size = 1
-            worker.send(cast("msg.ExecUnparsed", wire[0]))
+            worker.send(unparsed)
         else:
             worker.send(msg.ExecWithUnparsed(batch_id, wire, [r.batch_size for r in requests]))
         return collectors
