@@ -24,7 +24,7 @@ import json
 import struct
 import textwrap
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -505,6 +505,15 @@ def test_what_the_worker_cannot_answer_alone_goes_the_usual_way(
     assert (ours.status, ours.headers, ours.body) == (theirs.status, theirs.headers, theirs.body)
 
 
+def _at_once(client: Callable[[int], None], count: int = 8) -> None:
+    """``client(n)`` for n in 0 .. count - 1, each on a thread of its own, all at once."""
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+
+
 def test_clients_at_once_mixing_plain_and_refused_requests(
     counted: tuple[str, _Counted], in_process: str
 ) -> None:
@@ -543,11 +552,7 @@ def test_clients_at_once_mixing_plain_and_refused_requests(
         finally:
             conn.close()
 
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    _at_once(client)
     assert not failures, failures[:5]
     delta = _delta(_stats(url, "echo"), before)
     assert delta["success"] == delta["inference_count"] == delta["execution_count"] == 8 * 20
@@ -602,14 +607,7 @@ def test_the_worker_parses_the_batches_the_dynamic_batcher_forms(
     expected = {"refused body": refused_body, "refused": (reply.status, reply.body)}
     before, parsed_before = _stats(url, "plain_dynamic"), counter.calls
     failures: list[str] = []
-    threads = [
-        threading.Thread(target=_batched_client, args=(url, n, failures, expected))
-        for n in range(8)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    _at_once(lambda n: _batched_client(url, n, failures, expected))
     assert not failures, failures[:5]
     delta = _delta(_stats(url, "plain_dynamic"), before)
     ran = 8 * 20  # (4 of each client's 24 are refused)
