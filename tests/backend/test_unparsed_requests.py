@@ -94,6 +94,15 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "echo": _config("echo", 0),
         "batched": _config("batched", 8),
         "dynamic": _config("dynamic", 8, "dynamic_batching { }\n"),
+        "limited_dynamic": textwrap.dedent("""\
+            name: "limited_dynamic"
+            backend: "python"
+            max_batch_size: 8
+            dynamic_batching { default_queue_policy { max_queue_size: 4 } }
+            input [ { name: "IN_F" data_type: TYPE_FP32 dims: [ 2 ] } ]
+            output [ { name: "OUT_F" data_type: TYPE_FP32 dims: [ 2 ] },
+                     { name: "SEEN" data_type: TYPE_STRING dims: [ 1 ] } ]
+            """),
         "plain_dynamic": textwrap.dedent("""\
             name: "plain_dynamic"
             backend: "python"
@@ -452,8 +461,12 @@ def test_parses_in_backend_only_where_the_worker_can_answer_alone(
     _post(url, "dynamic", *USUAL["a model with dynamic batching and optional inputs"][1:])
     assert counter.calls == before + 1  # (the batcher would need the request's inputs)
     before = counter.calls
+    plain = json.dumps({"inputs": [_json_input("F", [1.0, 2.0], [1, 2])]})
+    _post(url, "limited_dynamic", plain, {})
+    assert counter.calls == before + 1  # (a queue that may refuse: it answers by its id)
+    before = counter.calls
     _post(url, "echo", json.dumps({"inputs": [_json_input("F", [1.0])]}), {})
-    _post(url, "plain_dynamic", json.dumps({"inputs": [_json_input("F", [1.0, 2.0], [1, 2])]}), {})
+    _post(url, "plain_dynamic", plain, {})
     assert counter.calls == before
 
 
@@ -467,14 +480,11 @@ def test_parses_in_backend_only_where_the_worker_can_answer_alone(
         (b'{"inputs":[{"name":"X","shape":[-1,2]}]}', 0),
         (b'{"inputs":[{"name":"X","shape":[12345678901,2]}]}', 0),
         (b'{"inputs":[{"name":"X","data":[1]}]}', 0),
-        (b'{"parameters":{"priority":1},"inputs":[{"name":"X","shape":[1,2]}]}', 0),
-        (b'{"parameters":{"timeout":5},"inputs":[{"name":"X","shape":[1,2]}]}', 0),
     ],
 )
 def test_the_batch_size_the_batcher_counts_an_unparsed_request_by(header: bytes, size: int) -> None:
     """Read off the header's first ``"shape"``; 0 (the server parses the request) when it
-    is not a plain count, or when the header may set the request's priority or timeout,
-    which the batcher also decides by."""
+    is not a plain count."""
     assert _app._batch_size_of(bytearray(header + b"tail"), len(header)) == size
     assert _app._batch_size_of(memoryview(header), len(header)) == size
 

@@ -116,11 +116,14 @@ class ModelVersion:
             and all(getattr(i, "answers_directly", False) for i in instances)
         )
         #: the dynamic batcher forms batches of requests its instances parse, counting
-        #: each by the batch size the front reads off its header (no other input of the
-        #: batcher's decisions may depend on the request: shapes that must match, optional
-        #: inputs)
-        self.batches_unparsed = isinstance(scheduler, DynamicBatcher) and not (
-            scheduler.rules.equal_shape_inputs or scheduler.rules.optional_inputs
+        #: each by the batch size the front reads off its header: where nothing else of a
+        #: request enters its decisions (no shapes that must match, no optional inputs)
+        #: and its queue refuses nothing (one priority level, no timeouts, no size limit:
+        #: a refusal would name the request and come before its checks)
+        self.batches_unparsed = (
+            isinstance(scheduler, DynamicBatcher)
+            and scheduler.queue.prefetching
+            and not (scheduler.rules.equal_shape_inputs or scheduler.rules.optional_inputs)
         )
         #: every instance may be handed a request unparsed (in its reply capability): it
         #: parses and checks it itself, and answers the client or declines

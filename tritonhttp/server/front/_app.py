@@ -83,13 +83,10 @@ def _server_only(body: bytearray | memoryview, header_len: int) -> bool:
 
 def _batch_size_of(body: bytearray | memoryview, header_len: int) -> int:
     """What a dynamic batcher needs to queue an unparsed request: its batch size, the
-    first dimension of the first ``"shape"`` in its JSON header. 0 when that cannot be
-    read so simply, or when the header may set what the batcher reads (``priority``,
-    ``timeout``): the front then parses the request. The worker that parses the request
-    declines it when its batch size is another."""
+    first dimension of the first ``"shape"`` in its JSON header (0 when that cannot be
+    read so simply: the front then parses the request). The worker that parses the
+    request declines it when its batch size is another."""
     head = body if type(body) is bytearray else bytes(body[:header_len])
-    if head.find(b'"priority"', 0, header_len) >= 0 or head.find(b'"timeout"', 0, header_len) >= 0:
-        return 0
     at = head.find(b'"shape"', 0, header_len)
     if at < 0:
         return 0
