@@ -122,6 +122,7 @@ class ModelVersion:
         #: a refusal would name the request and come before its checks)
         self.batches_unparsed = (
             isinstance(scheduler, DynamicBatcher)
+            and config.max_batch_size > 0
             and scheduler.queue.prefetching
             and not (scheduler.rules.equal_shape_inputs or scheduler.rules.optional_inputs)
         )
