@@ -87,6 +87,19 @@ def _config(name: str, batch: int, extra: str = "") -> str:
     )
 
 
+def _pair_config(name: str, batching: str) -> str:
+    """A model of two FP32 values per request, batched up to 8 by ``dynamic_batching``."""
+    return textwrap.dedent(f"""\
+        name: "{name}"
+        backend: "python"
+        max_batch_size: 8
+        dynamic_batching {{ {batching} }}
+        input [ {{ name: "IN_F" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+        output [ {{ name: "OUT_F" data_type: TYPE_FP32 dims: [ 2 ] }},
+                 {{ name: "SEEN" data_type: TYPE_STRING dims: [ 1 ] }} ]
+        """)
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("unparsed")
@@ -94,24 +107,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "echo": _config("echo", 0),
         "batched": _config("batched", 8),
         "dynamic": _config("dynamic", 8, "dynamic_batching { }\n"),
-        "limited_dynamic": textwrap.dedent("""\
-            name: "limited_dynamic"
-            backend: "python"
-            max_batch_size: 8
-            dynamic_batching { default_queue_policy { max_queue_size: 4 } }
-            input [ { name: "IN_F" data_type: TYPE_FP32 dims: [ 2 ] } ]
-            output [ { name: "OUT_F" data_type: TYPE_FP32 dims: [ 2 ] },
-                     { name: "SEEN" data_type: TYPE_STRING dims: [ 1 ] } ]
-            """),
-        "plain_dynamic": textwrap.dedent("""\
-            name: "plain_dynamic"
-            backend: "python"
-            max_batch_size: 8
-            dynamic_batching { max_queue_delay_microseconds: 20000 }
-            input [ { name: "IN_F" data_type: TYPE_FP32 dims: [ 2 ] } ]
-            output [ { name: "OUT_F" data_type: TYPE_FP32 dims: [ 2 ] },
-                     { name: "SEEN" data_type: TYPE_STRING dims: [ 1 ] } ]
-            """),
+        "limited_dynamic": _pair_config(
+            "limited_dynamic", "default_queue_policy { max_queue_size: 4 }"
+        ),
+        "plain_dynamic": _pair_config("plain_dynamic", "max_queue_delay_microseconds: 20000"),
         "single": textwrap.dedent("""\
             name: "single"
             backend: "python"
