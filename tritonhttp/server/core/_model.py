@@ -234,11 +234,15 @@ class ModelVersion:
         ``on_free``: see :class:`ExecutionTimes`."""
         t0 = time.monotonic_ns()
         times = ExecutionTimes(on_free=on_free)
-        responses = await inst.execute(requests, times)
+        out = responses = await inst.execute(requests, times)
         t1 = time.monotonic_ns()
         if responses[0].declined if len(responses) == 1 else any(r.declined for r in responses):
-            # not executed: the front end parses and answers those the usual way
-            return self._count_taken(requests, responses, times, t0, t1)
+            # not executed: the front end parses and answers those the usual way; the
+            # others ran as one batch (without padding: never under the sequence batcher)
+            taken = [(q, r) for q, r in zip(requests, responses, strict=True) if not r.declined]
+            if not taken:
+                return out
+            requests, responses = [q for q, _ in taken], [r for _, r in taken]
         batch = 0
         for r in requests:
             batch += r.batch_size
@@ -259,29 +263,7 @@ class ModelVersion:
         started = t0 + times.waited_ns
         for r, resp in real:
             stats.record_request(not resp.failed, t1 - r.start_ns, started - r.start_ns)
-        return responses
-
-    def _count_taken(
-        self,
-        requests: list[InferRequest],
-        responses: list[InferResponse],
-        times: ExecutionTimes,
-        t0: int,
-        t1: int,
-    ) -> list[InferResponse]:
-        """Count a batch of which the backend declined some requests: the others were
-        executed as one batch."""
-        taken = [(q, r) for q, r in zip(requests, responses, strict=True) if not r.declined]
-        if taken:
-            stats = self.stats
-            stats.record_execution(
-                sum(q.batch_size for q, _ in taken), len(taken), times.input_ns,
-                times.infer_ns, times.output_ns, all(r.failed for _, r in taken),
-            )  # fmt: skip
-            started = t0 + times.waited_ns
-            for q, r in taken:
-                stats.record_request(not r.failed, t1 - q.start_ns, started - q.start_ns)
-        return responses
+        return out
 
     @property
     def pending(self) -> int:

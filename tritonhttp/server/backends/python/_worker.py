@@ -551,10 +551,10 @@ class Worker:
         taken: list[bool] = []
         for m, size in zip(items, sizes, strict=True):
             request: InferenceRequest | None = None
-            if type(m) is msg.ExecRequest:
+            if isinstance(m, msg.ExecRequest):
                 request = self._request(m)
             else:
-                parsed = self._parse(m)  # type: ignore[arg-type]
+                parsed = self._parse(m)
                 request = parsed[0] if parsed is not None and parsed[1] == size else None
             taken.append(request is not None)
             if request is None:
