@@ -79,12 +79,15 @@ def test_an_answer_already_there_costs_no_turn() -> None:
 
 def test_the_server_polls_only_for_a_quick_model_and_never_past_its_cap() -> None:
     """A model whose last round trip took longer than the poll is waited for asleep; the
-    poll never lasts longer than the cap, whatever ``busy-wait-us`` says; 0 turns it off."""
+    poll never lasts longer than the cap, whatever ``busy-wait-us`` says; 0 turns it off.
+    A batch of several requests is waited for asleep, however quick the model."""
     poll = ReplyPoll()
     assert poll.budget_ns(1000, 50_000) == ReplyPoll.CAP_US * 1000
     assert poll.budget_ns(100, 50_000) == 100_000
     assert poll.budget_ns(100, 150_000) == 0
     assert poll.budget_ns(0, 0) == 0
+    assert poll.budget_ns(1000, 50_000, batch_size=1) == ReplyPoll.CAP_US * 1000
+    assert poll.budget_ns(1000, 50_000, batch_size=2) == 0
 
 
 def test_the_server_polls_inline_only_for_a_lone_fresh_request() -> None:

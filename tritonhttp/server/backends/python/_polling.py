@@ -33,8 +33,10 @@ class ReplyPoll:
     """How the server's event loop waits for a worker's answer; one per backend, shared
     by its worker instances (it counts the executes in flight over all of them).
 
-    The loop polls only for a *quick* model (its last round trip was shorter than the
-    poll), and at most :attr:`CAP_US`. It polls *inline* — reading the worker's socket
+    The loop polls only for a lone request (a batch of several means several clients
+    are sending: their traffic wakes the loop anyway, and on a loaded machine a turning
+    loop takes the CPU the worker needs), only for a *quick* model (its last round trip
+    was shorter than the poll), and at most :attr:`CAP_US`. It polls *inline* — reading the worker's socket
     right inside ``execute``, serving no other connection meanwhile — only for a lone
     request: no other execute in flight, this instance idle for at least
     :attr:`IDLE_NS` before (the client is not pipelining) and the request not queued for
@@ -55,10 +57,11 @@ class ReplyPoll:
         #: executes in flight over every worker instance of the backend
         self.active = 0
 
-    def budget_ns(self, busy_wait_us: int, last_rtt_ns: int) -> int:
-        """How long to poll for this answer (0: do not poll)."""
+    def budget_ns(self, busy_wait_us: int, last_rtt_ns: int, batch_size: int = 1) -> int:
+        """How long to poll for the answer to a batch of ``batch_size`` requests (0: do
+        not poll)."""
         spin = min(busy_wait_us, self.CAP_US) * 1000
-        return spin if spin and last_rtt_ns < spin else 0
+        return spin if spin and last_rtt_ns < spin and batch_size == 1 else 0
 
     def inline(self, started_ns: int, last_end_ns: int, accepted_ns: int) -> bool:
         """Whether to poll inline (see the class doc) for the execute that began at

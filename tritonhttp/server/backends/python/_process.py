@@ -764,7 +764,7 @@ class ProcessInstance:
         poll = self._poll
         poll.active += 1
         try:
-            self._poll_for(worker, done, t0, t1, requests[0].start_ns)
+            self._poll_for(worker, done, t0, t1, requests)
             rescheduled = await done
         finally:
             poll.active -= 1
@@ -862,15 +862,16 @@ class ProcessInstance:
         done: asyncio.Future[list[bool] | None],
         t0: int,
         t1: int,
-        accepted_ns: int,
+        requests: list[InferRequest],
     ) -> None:
-        """Poll for a quick model's answer (:class:`ReplyPoll`) before ``done`` is awaited:
-        inline for a lone request, else by keeping the loop turning."""
+        """Poll for a quick model's answer to ``requests`` (:class:`ReplyPoll`) before
+        ``done`` is awaited: inline for a lone fresh request, else by keeping the loop
+        turning."""
         poll = self._poll
-        budget = poll.budget_ns(self._settings.busy_wait_us, self._last_rtt)
+        budget = poll.budget_ns(self._settings.busy_wait_us, self._last_rtt, len(requests))
         if not budget:
             return
-        if poll.inline(t0, self._last_end, accepted_ns):
+        if poll.inline(t0, self._last_end, requests[0].start_ns):
             poll.poll_inline(worker.read_now, done, t1 + budget)
         else:
             stay_awake(asyncio.get_running_loop(), done, t1 + budget)
