@@ -33,11 +33,12 @@ class ReplyPoll:
     """How the server's event loop waits for a worker's answer; one per backend, shared
     by its worker instances (it counts the executes in flight over all of them).
 
-    The loop polls only for a lone request (a batch of several means several clients
-    are sending: their traffic wakes the loop anyway, and on a loaded machine a turning
-    loop takes the CPU the worker needs), only for a *quick* model (its last round trip
-    was shorter than the poll), and at most :attr:`CAP_US`. It polls *inline* — reading the worker's socket
-    right inside ``execute``, serving no other connection meanwhile — only for a lone
+    The loop polls only for a batch of one request (a batch of several means several
+    clients are sending: their traffic wakes the loop anyway, and on a loaded machine a
+    turning loop takes the CPU the worker needs), only for a *quick* model (its last
+    round trip was shorter than the poll), and at most :attr:`CAP_US`. It polls
+    *inline* — reading the worker's socket right inside ``execute``, serving no other
+    connection meanwhile — only for a lone
     request: no other execute in flight, this instance idle for at least
     :attr:`IDLE_NS` before (the client is not pipelining) and the request not queued for
     more than :attr:`FRESH_NS`. Otherwise it keeps the loop turning without sleeping
