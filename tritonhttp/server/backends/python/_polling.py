@@ -38,11 +38,11 @@ class ReplyPoll:
     turning loop takes the CPU the worker needs), only for a *quick* model (its last
     round trip was shorter than the poll), and at most :attr:`CAP_US`. It polls
     *inline* — reading the worker's socket right inside ``execute``, serving no other
-    connection meanwhile — only for a lone
-    request: no other execute in flight, this instance idle for at least
-    :attr:`IDLE_NS` before (the client is not pipelining) and the request not queued for
-    more than :attr:`FRESH_NS`. Otherwise it keeps the loop turning without sleeping
-    (:func:`stay_awake`), serving every connection while it waits.
+    connection meanwhile — only for a lone request: no other execute in flight, this
+    instance idle for at least :attr:`IDLE_NS` before (the client is not pipelining) and
+    the request not queued for more than :attr:`FRESH_NS`. Otherwise it keeps the loop
+    turning without sleeping (:func:`stay_awake`), serving every connection while it
+    waits.
     """
 
     #: the longest the server polls for one answer (µs), whatever ``busy-wait-us`` says
