@@ -550,7 +550,7 @@ class Worker:
         declined: list[msg.Final] = []
         taken: list[bool] = []
         for m, size in zip(items, sizes, strict=True):
-            request: InferenceRequest | None = None
+            request: InferenceRequest | None
             if isinstance(m, msg.ExecRequest):
                 request = self._request(m)
             else:
