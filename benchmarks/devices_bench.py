@@ -3,13 +3,14 @@ without it, side by side in one run.
 
     python benchmarks/devices_bench.py [--seconds 3] [--pairs 4] [--only NAME ...]
 
-Each device is measured on the workload it is for (add_sub JSON with wrk, or health),
-alternating rounds of the two servers (the device on, then off), and reported as the
-ratio on / off of requests per second: the mean and the range over the pairs. A device
-that can be turned off by a flag is turned off so; the others are taken out by this
-script's launcher, which patches the one function before the server starts (the
-server's code has no switch for them). The devices, and where each lives, are listed
-in docs/design.md ("Where the speed comes from").
+Each device is measured on the workload it is for (add_sub JSON with wrk, health, or a
+model of ``models_bench.py`` on that benchmark's repository), alternating rounds of the
+two servers (the device on, then off), and reported as the ratio on / off of requests
+per second: the mean and the range over the pairs. A device that can be turned off by a
+flag is turned off so; the others are taken out by this script's launcher, which patches
+the one function before the server starts (the server's code has no switch for them).
+The devices, and where each lives, are listed in docs/design.md ("Where the speed comes
+from").
 
 wrk is required (``apt-get install -y wrk``).
 """
@@ -22,13 +23,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 try:
+    import models_bench
     from _common import ADD_BODY, machine, wrk
 except ImportError:  # run as a module
+    from benchmarks import models_bench
     from benchmarks._common import ADD_BODY, machine, wrk
 
 from tritonhttp.server._launch import BundledServer
@@ -59,6 +63,9 @@ class Device:
     off_patch: str = ""
     #: (path, body or None for GET, connections)
     loads: tuple[tuple[str, str | None, int], ...] = ((INFER, ADD_BODY, 1), (INFER, ADD_BODY, 16))
+    #: (model of models_bench.py, connections): loads on that benchmark's repository
+    #: instead of ``loads``
+    model_loads: tuple[tuple[str, int], ...] = ()
 
 
 DEVICES = (
@@ -133,6 +140,13 @@ DEVICES = (
         loads=(("/v2/health/live", None, 1),),
     ),
     Device(
+        "slow-model-nice",
+        "a slow model's worker lowers its priority (slow-model-nice)",
+        (),
+        off_flags=("--backend-config=python,slow-model-nice=0",),
+        model_loads=(("pipeline", 16), ("prep", 16), ("prep", 64)),
+    ),
+    Device(
         "gc-freeze",
         "what start-up left is frozen out of the collector's scans (gc.freeze)",
         (),
@@ -157,22 +171,40 @@ def _start(repo: Path, flags: tuple[str, ...], patch: str) -> BundledServer:
     return server
 
 
+def _loads(device: Device) -> list[tuple[str, Callable[[BundledServer, float], float]]]:
+    """(what, one wrk run against a server for so many seconds: requests/s) per load."""
+    if device.model_loads:
+        bodies = models_bench.requests()
+
+        def model_run(model: str, conns: int) -> Callable[[BundledServer, float], float]:
+            return lambda s, secs: (
+                models_bench.wrk_round(s.url, bodies[model], conns, secs, s.process.pid).rps
+            )
+
+        return [(f"{m} -c{c}", model_run(m, c)) for m, c in device.model_loads]
+
+    def run(path: str, body: str | None, conns: int) -> Callable[[BundledServer, float], float]:
+        return lambda s, secs: wrk(s.url, path, conns, secs, body)
+
+    return [
+        (f"{'health' if body is None else 'add_sub'} -c{conns}", run(path, body, conns))
+        for path, body, conns in device.loads
+    ]
+
+
 def _measure(device: Device, repo: Path, seconds: float, pairs: int) -> list[str]:
     on = _start(repo, device.flags, "")
     off = _start(repo, (*device.flags, *device.off_flags), device.off_patch)
     lines = []
     try:
-        for path, body, conns in device.loads:
+        for what, run in _loads(device):
             for s in (on, off):
-                wrk(s.url, path, conns, 1, body)  # warm-up
+                run(s, 1)  # warm-up
             ratios: list[float] = []
             for _ in range(pairs):
-                a = wrk(on.url, path, conns, seconds, body)
-                b = wrk(off.url, path, conns, seconds, body)
-                ratios.append(a / b)
-            where = "health" if body is None else "add_sub"
+                ratios.append(run(on, seconds) / run(off, seconds))
             lines.append(
-                f"{device.name} ({where} -c{conns}): on/off {statistics.mean(ratios):.3f} "
+                f"{device.name} ({what}): on/off {statistics.mean(ratios):.3f} "
                 f"[{min(ratios):.3f}-{max(ratios):.3f}] over {pairs} pairs"
             )
     finally:
@@ -193,11 +225,15 @@ def main(argv: list[str] | None = None) -> int:
     print(machine())
     devices: list[Any] = [d for d in DEVICES if not args.only or d.name in args.only]
     with tempfile.TemporaryDirectory() as tmp:
-        repo = Path(tmp)
+        repo = Path(tmp) / "add_sub"
         shutil.copytree(MODELS / "add_sub", repo / "add_sub")
+        models = Path(tmp) / "models"
+        if any(d.model_loads for d in devices):
+            models_bench.build_repository(models)
         for device in devices:
             print(f"# {device.name}: {device.what}", flush=True)
-            for line in _measure(device, repo, args.seconds, args.pairs):
+            where = models if device.model_loads else repo
+            for line in _measure(device, where, args.seconds, args.pairs):
                 print(line, flush=True)
     return 0
 

@@ -12,7 +12,9 @@ Windows (``win32``) can be selected, and tested, on Linux. The facts:
 * **dying with the parent**: Linux has ``PR_SET_PDEATHSIG``; elsewhere a worker watches
   its parent's pid from a thread (:func:`parent_death_signal` says which);
 * **polling**: ``select.poll`` and ``os.sched_yield`` are missing on Windows
-  (:func:`can_busy_poll`, :func:`yield_cpu`).
+  (:func:`can_busy_poll`, :func:`yield_cpu`);
+* **priority**: Linux keeps a nice value per thread, other POSIX systems per process;
+  Windows has no ``os.setpriority`` (:func:`lower_priority`).
 
 Standard library only (worker processes import this module too).
 """
@@ -37,6 +39,7 @@ __all__ = [
     "can_busy_poll",
     "default_shm_prefix",
     "die_with_parent",
+    "lower_priority",
     "parent_death_signal",
     "shm_name_max",
     "shm_prefix_max",
@@ -167,3 +170,24 @@ def yield_function(platform: str | None = None) -> Callable[[], None]:
 
 #: :func:`yield_function` for the running platform
 yield_cpu = yield_function()
+
+
+def lower_priority(by: int) -> bool:
+    """Raise the nice value of this process, every thread of it, by ``by`` (the system
+    clamps it at its lowest priority). Threads started later inherit it from the thread
+    that starts them. False where the platform cannot."""
+    setpriority = getattr(os, "setpriority", None)
+    if setpriority is None:
+        return False
+    try:  # Linux: one nice value per thread
+        ids = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:  # elsewhere: the process's
+        ids = [0]
+    done = False
+    for tid in ids:
+        try:
+            setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + by)
+            done = True
+        except OSError:  # the thread ended meanwhile, or no permission
+            pass
+    return done

@@ -130,12 +130,14 @@ def _desc_in(w: Any) -> ResponseDesc | None:
 
 
 class Setup(NamedTuple):
-    """The worker's arena settings and how long it polls for its next message."""
+    """The worker's arena settings, how long it polls for its next message, and how much
+    it lowers its priority once its model proves slow."""
 
     shm_prefix: str
     shm_default: int
     shm_growth: int
     spin_us: int
+    slow_nice: int
 
 
 class Init(NamedTuple):

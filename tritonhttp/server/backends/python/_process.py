@@ -150,7 +150,10 @@ class WorkerProcess:
         self.alive = True
         loop.add_reader(ctl.fileno(), self._readable)
         cfg = self._settings
-        self.send(msg.Setup(cfg.shm_prefix, cfg.shm_default, cfg.shm_growth, cfg.busy_wait_us))
+        setup = msg.Setup(
+            cfg.shm_prefix, cfg.shm_default, cfg.shm_growth, cfg.busy_wait_us, cfg.slow_model_nice
+        )
+        self.send(setup)
         self.inputs = Producer(
             cfg.shm_prefix, cfg.shm_default, cfg.shm_growth, self._announce, self._retire
         )

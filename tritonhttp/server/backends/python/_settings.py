@@ -68,6 +68,8 @@ class BackendSettings:
     #: server polls for a lone quick request's answer up to REPLY_POLL_CAP_US of it);
     #: 0 disables both
     busy_wait_us: int = 1000
+    #: how much a worker whose model is slow raises its nice value (``_priority``); 0: never
+    slow_model_nice: int = 10
     #: warn about responses whose outputs disagree with the configuration (in-process)
     check_outputs: bool = False
 
@@ -105,11 +107,15 @@ class BackendSettings:
         busy = _int(values, "busy-wait-us", 1000)
         if busy < 0:
             raise CoreError("busy-wait-us can't be negative.", Code.INVALID_ARG)
+        nice = _int(values, "slow-model-nice", 10)
+        if not 0 <= nice <= 39:
+            raise CoreError("slow-model-nice must be between 0 and 39.", Code.INVALID_ARG)
         check = values.get("check-outputs", "false").strip().lower()
         if check not in ("true", "false", "1", "0"):
             raise CoreError(f"check-outputs takes true or false, not '{check}'", Code.INVALID_ARG)
         return cls(isolation, inline, shm_default, growth, float(timeout), prefix,
-                   busy_wait_us=busy, check_outputs=check in ("true", "1"))  # fmt: skip
+                   busy_wait_us=busy, slow_model_nice=nice,
+                   check_outputs=check in ("true", "1"))  # fmt: skip
 
     def isolation_of(self, config: ModelConfig) -> str:
         """The model's isolation: its ``ISOLATION`` parameter, else the server's; always

@@ -45,6 +45,7 @@ from ._direct import DIRECT_MAX, ReplyCodec, ReplyWriter, RequestParser
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
 from ._ipc import DTYPES, read_block, recv_fd, send_fd, write_block
 from ._polling import MessagePoll
+from ._priority import SlowModelPriority
 
 __all__ = ["main"]
 
@@ -290,6 +291,7 @@ class Worker:
         self._streams: dict[int, _runtime.ResponseStream] = {}
         self._main = threading.get_ident()
         self._batch: list[msg.Final] | None = None
+        self.priority = SlowModelPriority(0)
         #: client connections the server handed over (key -> socket, its writer); main
         #: thread only, but added by whichever thread reads the channel
         self.connections: dict[int, tuple[socket.socket, ReplyWriter | None]] = {}
@@ -451,6 +453,7 @@ class Worker:
 
     def setup(self, m: msg.Setup) -> None:
         self.channel.poll = MessagePoll(m.spin_us)
+        self.priority = SlowModelPriority(m.slow_nice)
         self.outputs = Producer(
             m.shm_prefix,
             m.shm_default,
@@ -581,10 +584,12 @@ class Worker:
         assert host is not None
         batch: list[msg.Final] = declined or []
         self._batch = batch
+        started = time.perf_counter_ns()
         try:
             rescheduled = host.execute(requests)
         finally:
             self._batch = None
+        self.priority.executed(time.perf_counter_ns() - started, len(requests))
         del requests
         if taken is not None and rescheduled is not None:
             flags = iter(rescheduled)
