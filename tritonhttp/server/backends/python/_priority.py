@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...support import _platform
+from ._polling import ReplyPoll
 
 __all__ = ["SlowModelPriority"]
 
@@ -25,9 +26,9 @@ class SlowModelPriority:
     preempting it would delay them.
     """
 
-    #: an execute slower than this per request (ns) counts as slow: above the poll cap
-    #: of ``ReplyPoll``, where the server stops waiting on the answer
-    SLOW_NS = 300_000
+    #: an execute slower than this per request (ns) counts as slow: the longest the
+    #: server polls for an answer (``ReplyPoll.CAP_US``), where it stops waiting on it
+    SLOW_NS = ReplyPoll.CAP_US * 1000
     #: slow executes in a row that make the model slow
     COUNT = 16
 
