@@ -65,7 +65,7 @@ class BackendSettings:
     shm_prefix: str = field(default_factory=_platform.default_shm_prefix)
     python: str = sys.executable
     #: microseconds a busy worker polls for its next message before sleeping (the
-    #: server polls for a lone quick request's answer up to REPLY_POLL_CAP_US of it);
+    #: server polls for a lone quick request's answer up to ReplyPoll.CAP_US of it);
     #: 0 disables both
     busy_wait_us: int = 1000
     #: how much a worker whose model is slow raises its nice value (``_priority``); 0: never
