@@ -140,9 +140,32 @@ class Step:
         return f"Step({self.method!r}, {target!r}, {self.body[:1500]!r}, {self.headers!r})"
 
 
+#: the answer recorded when a server sends none in time
+NO_ANSWER = Reply(0, {}, b"(no answer)")
+
+#: the ``decoupled`` model sends no response at all: a ``generate`` request that reaches
+#: it is answered by neither server (both wait for the model until the client leaves)
+SILENT_MODEL = b"/v2/models/decoupled/"
+SILENT_WAIT = 2.0
+
+
+def _silent(step: Step) -> bool:
+    return step.target.startswith(SILENT_MODEL) and b"/generate" in step.target
+
+
 def send(url: str, step: Step, timeout: float = 30.0) -> Reply:
     """``step`` on a fresh connection, its target as given (http.client would refuse or
-    re-encode odd bytes)."""
+    re-encode odd bytes). A ``generate`` request to the silent model waits
+    :data:`SILENT_WAIT` seconds, and no answer by then is :data:`NO_ANSWER`."""
+    if _silent(step):
+        try:
+            return _send(url, step, SILENT_WAIT)
+        except TimeoutError:
+            return NO_ANSWER
+    return _send(url, step, timeout)
+
+
+def _send(url: str, step: Step, timeout: float) -> Reply:
     host, port = url.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=timeout) as sock:
         head = b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (
@@ -752,6 +775,17 @@ _B64 = base64.b64encode(bytes(64)).decode()
 
 #: divergences the fuzzed tests found, each played like an example (then state compared)
 CASES: dict[str, list[Step]] = {
+    # a generate request that reaches a decoupled model which never responds: no answer
+    # from either server (members that name no input of the model are ignored); one it
+    # refuses is answered
+    "generate-silent-decoupled": [
+        _post(
+            "/v2/models/decoupled/generate", '{"text_input":0,"INPUT0":0,"parameters":{},"IN":0}'
+        ),
+        _post("/v2/models/decoupled/generate", '{"INPUT0":0,"INPUT0":null,"IN":0}'),
+        _post("/v2/models/decoupled/generate_stream", '{"IN":[0]}'),
+        _post("/v2/models/decoupled/generate", '{"IN":"x"}'),
+    ],
     # a Content-Encoding other than "identity", even an empty one, is refused
     "generate-empty-content-encoding": [
         _post("/v2/models/add_sub/generate", "{}", {"Content-Encoding": ""}),
