@@ -6,10 +6,11 @@ names, versions, query strings and bodies) to: server and model metadata, config
 readiness and statistics, health, the repository index, load and unload, ``/v2/logging``,
 trace settings (global and per model), system and CUDA shared-memory control, and
 ``generate`` / ``generate_stream``. Every answer must be the same (status, content type,
-body, the headers a client reads). After the script, the state both servers show (the
-index, readiness, log and trace settings, shared-memory status) must be the same too; then
-both are put back to where they started, and checked to be there, so that examples do not
-depend on each other.
+body, the headers a client reads; a ``generate`` request that reaches the ``decoupled``
+model, which never responds, must get no answer from either within 2 s). After the
+script, the state both servers show (the index, readiness, log and trace settings,
+shared-memory status) must be the same too; then both are put back to where they
+started, and checked to be there, so that examples do not depend on each other.
 
 ``test_fuzzed_endpoints_same_answer`` never changes which models are loaded (its loads
 name models that are not in the repository or carry bodies refused before loading, its
