@@ -938,6 +938,16 @@ CONTROL_CASES: dict[str, list[Step]] = {
         _load("multi_ver"),
         _get("/v2/models/multi_ver"),
     ],
+    # a failed reload retires no version: those its policy leaves out keep serving too
+    "failed-reload-keeps-versions-left-out": [
+        _load("multi_ver", {"backend": "PYTHON", **_IO}),
+        _get("/v2/models/multi_ver"),
+        _get("/v2/models/multi_ver/versions/1/ready"),
+        _get("/v2/models/multi_ver/stats"),
+        _get("/v2/health/ready"),
+        _load("multi_ver", {"backend": "python", **_IO}),
+        _get("/v2/models/multi_ver"),
+    ],
     # an override that changes the version policy only keeps the versions that stay, with
     # their configuration (the one /config shows), and loads or unloads the others
     "override-policy-only": [

@@ -369,10 +369,10 @@ class Repository:
                     new_versions[mv.version] = prev  # a failed reload keeps the old one serving
                 else:
                     new_versions[mv.version] = mv
-            retired = [mv for v, mv in old.items() if new_versions.get(v) is not mv and mv.ready]
             for v, mv in old.items():
-                if v not in new_versions and not mv.ready:
-                    new_versions[v] = mv
+                if v not in new_versions and (failures or not mv.ready):
+                    new_versions[v] = mv  # (a failed load retires no version it leaves out)
+            retired = [mv for v, mv in old.items() if new_versions.get(v) is not mv and mv.ready]
             entry.versions = dict(sorted(new_versions.items()))
             for mv in retired:
                 if mv.version not in entry.versions:
