@@ -938,6 +938,16 @@ CONTROL_CASES: dict[str, list[Step]] = {
         _load("multi_ver"),
         _get("/v2/models/multi_ver"),
     ],
+    # a version policy that names no version of the folder: the load fails, and the
+    # server stays ready while the model's loaded version serves
+    "policy-without-versions": [
+        _load(
+            "param_echo",
+            {"backend": "python", **_IO, "version_policy": {"specific": {"versions": [2, 9]}}},
+        ),
+        _get("/v2/health/ready"),
+        _get("/v2/models/param_echo"),
+    ],
     # a failed reload retires no version: those its policy leaves out keep serving too
     "failed-reload-keeps-versions-left-out": [
         _load("multi_ver", {"backend": "PYTHON", **_IO}),

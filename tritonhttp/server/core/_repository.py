@@ -339,7 +339,8 @@ class Repository:
                 await self._ensemble_steps(name, cfg)
             entry.attempted = True
             if not versions:
-                entry.failed = True
+                # the server stays ready while a version of the model still serves
+                entry.failed = not any(mv.ready for mv in entry.versions.values())
                 raise CoreError(
                     f"load failed for model '{name}': at least one version must be available "
                     f"under the version policy of model '{name}'\n"
