@@ -787,6 +787,22 @@ CASES: dict[str, list[Step]] = {
         _post("/v2/models/decoupled/generate_stream", '{"IN":[0]}'),
         _post("/v2/models/decoupled/generate", '{"IN":"x"}'),
     ],
+    # trace_rate and log_frequency: a 32-bit signed value, kept unsigned; out of that
+    # range, Triton's message names the unsigned range
+    "trace-settings-int32": [
+        _post("/v2/trace/setting", '{"log_frequency":"2147483647"}'),
+        _post("/v2/trace/setting", '{"log_frequency":"2147483648"}'),
+        _post("/v2/trace/setting", '{"log_frequency":"4294967295"}'),
+        _post("/v2/models/add_sub/trace/setting", '{"log_frequency":"-1"}'),
+        _post("/v2/trace/setting", '{"log_frequency":"-2147483648"}'),
+        _post("/v2/trace/setting", '{"log_frequency":"-2147483649"}'),
+        _post("/v2/trace/setting", '{"trace_rate":"2147483647"}'),
+        _post("/v2/trace/setting", '{"trace_rate":"2147483648"}'),
+        _post("/v2/trace/setting", '{"trace_rate":"4294967295"}'),
+        _post("/v2/models/add_sub/trace/setting", '{"trace_rate":"-1"}'),
+        _post("/v2/trace/setting", '{"trace_rate":"-2147483648"}'),
+        _post("/v2/trace/setting", '{"trace_rate":"-2147483649"}'),
+    ],
     # a Content-Encoding other than "identity", even an empty one, is refused
     "generate-empty-content-encoding": [
         _post("/v2/models/add_sub/generate", "{}", {"Content-Encoding": ""}),

@@ -184,9 +184,10 @@ class TraceSettings:
                         f"Unable to parse '{key}', value is out of range [ -1, "
                         f"2147483647 ], got: {value}"
                     )
-            elif -(2**32) <= number < 0:
-                number %= 2**32  # read as an unsigned 32-bit value, as Triton does
-            elif not 0 <= number <= 4294967295:
+            elif -(2**31) <= number < 2**31:
+                # Triton reads a 32-bit signed value and keeps it unsigned (-1 is 4294967295)
+                number %= 2**32
+            else:  # (its message names the unsigned range it does not take)
                 raise CoreError(
                     f"Unable to parse '{key}', value is out of range [ 0, 4294967295 "
                     f"], got: {value}"
