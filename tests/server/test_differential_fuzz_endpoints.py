@@ -964,6 +964,21 @@ CONTROL_CASES: dict[str, list[Step]] = {
         _get("/v2/health/ready"),
         _get("/v2/models/param_echo"),
     ],
+    # a failed reload leaves the configuration that serves: the same override tried again
+    # (here with a count) loads again, and fails again
+    "failed-reload-tried-again": [
+        _load("latest2", {"backend": "python", **_IO}),
+        _load(
+            "latest2",
+            {"backend": "python", **_IO, "instance_group": [{"kind": "KIND_GPU", "count": 0}]},
+        ),
+        _load(
+            "latest2",
+            {"backend": "python", **_IO, "instance_group": [{"kind": "KIND_GPU", "count": 1}]},
+        ),
+        _get("/v2/models/latest2/config"),
+        _get("/v2/health/ready"),
+    ],
     # a failed reload retires no version: those its policy leaves out keep serving too
     "failed-reload-keeps-versions-left-out": [
         _load("multi_ver", {"backend": "PYTHON", **_IO}),

@@ -360,8 +360,9 @@ class Repository:
             )
             _log_outcome(name, fresh)
             loaded = sorted([*kept.values(), *fresh], key=lambda mv: mv.version)
-            entry.base_config = cfg
             failures = [mv for mv in loaded if not mv.ready]
+            if not failures:  # (a failed load leaves the configuration that serves)
+                entry.base_config = cfg
             old = dict(entry.versions)
             new_versions: dict[int, ModelVersion] = {}
             for mv in loaded:
