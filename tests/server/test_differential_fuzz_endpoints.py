@@ -657,7 +657,7 @@ def load_body(draw: st.DrawFn, model: str) -> Any:
             )  # fmt: skip
         elif change == "unknown":
             config["bogus_field"] = 1
-        elif change == "dims":
+        elif change == "dims" and "input" in config:  # ("no-input" may have come first)
             config["input"][0]["dims"] = draw(st.sampled_from([[-1], [0], [2, 2], [], "x"]))
         elif change == "dtype":
             config["output"][0]["data_type"] = draw(st.sampled_from(["TYPE_FOO", "TYPE_FP64", 5]))
