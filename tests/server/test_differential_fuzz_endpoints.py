@@ -928,6 +928,9 @@ _IO = {
     "output": [{"name": "OUT", "data_type": "TYPE_INT32", "dims": [1]}],
 }
 
+_IN, _OUT = _IO["input"][0], _IO["output"][0]
+_BATCHED = {"backend": "python", **_IO, "max_batch_size": 4}
+
 
 def _load(model: str, config: dict[str, Any] | None = None) -> Step:
     body = {} if config is None else {"parameters": {"config": json.dumps(config)}}
@@ -978,6 +981,15 @@ CONTROL_CASES: dict[str, list[Step]] = {
         ),
         _get("/v2/models/latest2/config"),
         _get("/v2/health/ready"),
+    ],
+    # every input and output needs its dims, batching or not, reshaped or not
+    "dims-required": [
+        _load("param_echo", {**_BATCHED, "input": [{**_IN, "dims": []}]}),
+        _load("param_echo", {**_BATCHED, "output": [{**_OUT, "dims": []}]}),
+        _load(
+            "param_echo", {**_BATCHED, "input": [{**_IN, "dims": [], "reshape": {"shape": [1]}}]}
+        ),
+        _get("/v2/models/param_echo/config"),
     ],
     # a failed reload retires no version: those its policy leaves out keep serving too
     "failed-reload-keeps-versions-left-out": [

@@ -205,8 +205,12 @@ def validate_poll(cfg: ModelConfig, dir_name: str) -> None:
         )
 
 
-def validate_load(cfg: ModelConfig) -> None:
-    """Checks made when a version loads (failures: ``Invalid argument: <msg>``)."""
+def validate_load(cfg: ModelConfig, final: bool = True) -> None:
+    """Checks made when a version loads (failures: ``Invalid argument: <msg>``).
+
+    ``final``: no auto-completion is to come, so every input and output must have its
+    ``dims`` (before the model completes its configuration, only a non-batching model's
+    must, unless reshaped)."""
     name = cfg.name
     if cfg.platform != "ensemble" and not cfg.backend:
         raise CoreError(
@@ -218,7 +222,8 @@ def validate_load(cfg: ModelConfig) -> None:
         for t in tensors:
             if t.data_type == DataType.TYPE_INVALID:
                 raise CoreError(f"model {kind} '{t.name}' must specify 'data_type' for {name}")
-            if not t.dims and not t.HasField("reshape") and cfg.max_batch_size == 0:
+            lenient = not final and (t.HasField("reshape") or cfg.max_batch_size != 0)
+            if not t.dims and not lenient:
                 raise CoreError(f"model {kind} '{t.name}' must specify 'dims' for {name}")
             for d in t.dims:
                 if d < 1 and d != -1:

@@ -407,7 +407,7 @@ class Repository:
         try:
             if cfg.platform == "ensemble":
                 return self._ensemble_version(name, version, cfg)
-            validate_load(cfg)
+            validate_load(cfg, final=not self.auto_complete)
             backend = self.backends.get(cfg.backend)
             if backend is None:
                 raise CoreError(
