@@ -16,12 +16,26 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-__all__ = ["PROJECT", "REPOS", "SUFFIX", "materialise"]
+__all__ = ["ECHO_MODEL", "PROJECT", "REPOS", "SUFFIX", "materialise"]
 
 PROJECT = Path(__file__).resolve().parent.parent
 REPOS = PROJECT / "tests" / "repos"
 #: ending of the files that name the source of a file
 SUFFIX = ".from"
+
+#: the source of a Python model that answers each request's input ``IN`` as ``OUT``
+ECHO_MODEL = """import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse(
+                [pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())]
+            )
+            for r in requests
+        ]
+"""
 
 
 def materialise(name: str, into: Path) -> Path:

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _repos import ECHO_MODEL
 
 from tritonhttp.server import _launch
 from tritonhttp.testing._load_log import message_of
@@ -17,18 +18,6 @@ GOOD_CONFIG = """backend: "python"
 input [{ name: "IN" data_type: TYPE_FP32 dims: [4] }]
 output [{ name: "OUT" data_type: TYPE_FP32 dims: [4] }]
 """
-GOOD_MODEL = """import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                [pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())]
-            )
-            for r in requests
-        ]
-"""
 
 
 def make_repository(root: Path) -> Path:
@@ -36,7 +25,7 @@ def make_repository(root: Path) -> Path:
     for name in ("good", "bad", "badcfg"):
         (root / name / "1").mkdir(parents=True)
         (root / name / "config.pbtxt").write_text(GOOD_CONFIG)
-        (root / name / "1" / "model.py").write_text(GOOD_MODEL)
+        (root / name / "1" / "model.py").write_text(ECHO_MODEL)
     (root / "bad" / "1" / "model.py").write_text("import numpy\nx = 1 +\n")
     broken = GOOD_CONFIG.splitlines()[:2]  # the input list is never closed
     (root / "badcfg" / "config.pbtxt").write_text(broken[0] + "\n" + broken[1][:-1] + "\n")

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from _repos import ECHO_MODEL
 from cli_helpers import run_script
 
 import tritonhttp
@@ -24,18 +25,6 @@ CONFIG = """backend: "python"
 max_batch_size: {batch}
 input [{{ name: "IN" data_type: TYPE_FP32 dims: [4] }}]
 output [{{ name: "OUT" data_type: TYPE_FP32 dims: [4] }}]
-"""
-GOOD = """import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                [pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())]
-            )
-            for r in requests
-        ]
 """
 DECOUPLED = CONFIG.format(batch=0) + "model_transaction_policy { decoupled: true }\n"
 STREAM = """import numpy as np
@@ -57,18 +46,21 @@ MODELS = {
     "stream": (DECOUPLED, STREAM.format(dtype="float32", fail="")),
     "stream_fails": (DECOUPLED, STREAM.format(dtype="float32", fail="raise ValueError('x')")),
     "stream_int": (DECOUPLED, STREAM.format(dtype="int32", fail="")),
-    "good": (CONFIG.format(batch=0), GOOD),
-    "good_batched": (CONFIG.format(batch=4), GOOD),
-    "config_syntax": ('backend: "python"\ninput [{ name: "IN" data_type: TYPE_FP32 }\n', GOOD),
+    "good": (CONFIG.format(batch=0), ECHO_MODEL),
+    "good_batched": (CONFIG.format(batch=4), ECHO_MODEL),
+    "config_syntax": (
+        'backend: "python"\ninput [{ name: "IN" data_type: TYPE_FP32 }\n',
+        ECHO_MODEL,
+    ),
     "config_invalid": (
         CONFIG.format(batch=0).replace(" dims: [4] }]\noutput", " }]\noutput"),
-        GOOD,
+        ECHO_MODEL,
     ),
     "syntax": (CONFIG.format(batch=0), "import numpy\nx = 1 +\n"),
     "imports": (CONFIG.format(batch=0), "import numpy\nimport no_such_module_here\n"),
     "initialize": (
         CONFIG.format(batch=0),
-        GOOD + "\n    def initialize(self, args):\n        raise ValueError('no weights')\n",
+        ECHO_MODEL + "\n    def initialize(self, args):\n        raise ValueError('no weights')\n",
     ),
     "outputs": (
         CONFIG.format(batch=0),

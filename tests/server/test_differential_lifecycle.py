@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+from _repos import ECHO_MODEL
 
 from ._wire import ADD_SUB_IO, Reply, exchange, infer_body
 from .test_differential_state import _mask
@@ -25,19 +26,6 @@ def j(doc: Any) -> str:
 
 Step = tuple[str, str, str | bytes, dict[str, str]]
 
-_UPLOADED_MODEL = b"""
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                [pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())]
-            )
-            for r in requests
-        ]
-"""
 UPLOAD = j(
     {
         "parameters": {
@@ -48,7 +36,7 @@ UPLOAD = j(
                     "output": [{"name": "OUT", "data_type": "TYPE_INT32", "dims": [1]}],
                 }
             ),
-            "file:1/model.py": base64.b64encode(_UPLOADED_MODEL).decode(),
+            "file:1/model.py": base64.b64encode(ECHO_MODEL.encode()).decode(),
         }
     }
 )

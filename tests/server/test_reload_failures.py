@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _repos import ECHO_MODEL
 
 from tritonhttp.server import _launch
 
@@ -30,18 +31,6 @@ FAILS = """class TritonPythonModel:
     def initialize(self, args):
         raise RuntimeError("version 1 does not start")
 """
-SERVES = """import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                [pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())]
-            )
-            for r in requests
-        ]
-"""
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +40,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_launch.Bundled
     (repo / "m" / "2").mkdir()
     (repo / "m" / "config.pbtxt").write_text(CONFIG)
     (repo / "m" / "1" / "model.py").write_text(FAILS)
-    (repo / "m" / "2" / "model.py").write_text(SERVES)
+    (repo / "m" / "2" / "model.py").write_text(ECHO_MODEL)
     with _launch.running(repo, "--model-control-mode=explicit", "--load-model=m") as s:
         yield s
 
