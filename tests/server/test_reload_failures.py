@@ -60,7 +60,9 @@ def call(server: _launch.BundledServer, method: str, path: str, body: Any = None
 def load(
     server: _launch.BundledServer, policy: dict[str, Any] | None, **more: Any
 ) -> tuple[int, Any]:
-    config = {**IO, **more} if policy is None else {**IO, "version_policy": policy, **more}
+    config = {**IO, **more}
+    if policy is not None:
+        config["version_policy"] = policy
     body = {"parameters": {"config": json.dumps(config)}}
     result: tuple[int, Any] = call(server, "POST", "/v2/repository/models/m/load", body)
     return result

@@ -53,7 +53,8 @@ class ModelEntry:
     #: a load got past polling (the model then counts as known even with no version)
     attempted: bool = False
     model_dir: Path | None = None
-    #: the configuration of the last load (normalized, before the backend completes it)
+    #: the configuration of the last load that succeeded (normalized, before the backend
+    #: completes it)
     base_config: ModelConfig | None = None
 
     def ready_versions(self) -> list[ModelVersion]:
@@ -340,7 +341,7 @@ class Repository:
             entry.attempted = True
             if not versions:
                 # the server stays ready while a version of the model still serves
-                entry.failed = not any(mv.ready for mv in entry.versions.values())
+                entry.failed = not entry.ready_versions()
                 raise CoreError(
                     f"load failed for model '{name}': at least one version must be available "
                     f"under the version policy of model '{name}'\n"
