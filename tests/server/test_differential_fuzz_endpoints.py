@@ -929,6 +929,43 @@ _IO = {
 }
 
 _IN, _OUT = _IO["input"][0], _IO["output"][0]
+_INFER2 = "/v2/models/latest2/infer"
+_INFER_SEQ = "/v2/models/seq_accum/infer"
+#: seq_accum's own configuration, as an override
+_SEQ = {
+    "backend": "python",
+    "sequence_batching": {
+        "max_sequence_idle_microseconds": 5000000,
+        "control_input": [
+            {
+                "name": name,
+                "control": [{"kind": f"CONTROL_SEQUENCE_{name}", "fp32_false_true": [0, 1]}],
+            }
+            for name in ("START", "READY", "END")
+        ]
+        + [
+            {
+                "name": "CORRID",
+                "control": [{"kind": "CONTROL_SEQUENCE_CORRID", "data_type": "TYPE_UINT64"}],
+            }
+        ],
+    },
+    "input": [{"name": "INPUT", "data_type": "TYPE_INT32", "dims": [1]}],
+    "output": [
+        {"name": "OUTPUT", "data_type": "TYPE_INT32", "dims": [1]},
+        {"name": "INFO", "data_type": "TYPE_STRING", "dims": [1]},
+    ],
+}
+
+
+def _seq_request(value: int, start: bool = False, end: bool = False) -> str:
+    """An inference request of sequence 7 to seq_accum."""
+    params = {"sequence_id": 7, "sequence_start": start, "sequence_end": end}
+    tensor = {"name": "INPUT", "shape": [1], "datatype": "INT32", "data": [value]}
+    return json.dumps({"inputs": [tensor], "parameters": params})
+
+
+_ONE = '{"inputs":[{"name":"IN","shape":[1],"datatype":"INT32","data":[1]}]}'
 _BATCHED = {"backend": "python", **_IO, "max_batch_size": 4}
 
 
@@ -968,8 +1005,12 @@ CONTROL_CASES: dict[str, list[Step]] = {
         _get("/v2/models/param_echo"),
     ],
     # a failed reload leaves the configuration that serves: the same override tried again
-    # (here with a count) loads again, and fails again
+    # (here with a count) loads again, and fails again. Only the instance groups change,
+    # so both update the serving version in place, which stays ready. (The same load
+    # twice first: Python writes __pycache__ into the version folder of a model it loads
+    # for the first time, which then counts as changed, a full reload, at the next load.)
     "failed-reload-tried-again": [
+        _load("latest2", {"backend": "python", **_IO}),
         _load("latest2", {"backend": "python", **_IO}),
         _load(
             "latest2",
@@ -981,6 +1022,43 @@ CONTROL_CASES: dict[str, list[Step]] = {
         ),
         _get("/v2/models/latest2/config"),
         _get("/v2/health/ready"),
+    ],
+    # a load that changes only the instance groups updates the serving version in place:
+    # its statistics go on (a full reload would start them afresh), the configuration
+    # shows the new groups
+    "instance-update-in-place": [
+        _load("latest2", {"backend": "python", **_IO}),
+        _load("latest2", {"backend": "python", **_IO}),
+        _post(_INFER2, _ONE),
+        _post(_INFER2, _ONE),
+        _load("latest2", {"backend": "python", **_IO, "instance_group": [{"count": 3}]}),
+        _post(_INFER2, _ONE),
+        _get("/v2/models/latest2/stats"),
+        _get("/v2/models/latest2/config"),
+        _load(
+            "latest2",
+            {"backend": "python", **_IO, "instance_group": [{"count": 2, "name": "g"}]},
+        ),
+        _get("/v2/models/latest2/config"),
+        _load(
+            "latest2",
+            {"backend": "python", **_IO, "instance_group": [{"kind": "KIND_MODEL"}]},
+        ),
+        _post(_INFER2, _ONE),
+        _get("/v2/models/latest2/stats"),
+        _get("/v2/models/latest2/config"),
+        _get("/v2/repository/index"),
+    ],
+    # the same for a sequence-batching model: a sequence started before the update goes
+    # on (its state kept in its instance)
+    "instance-update-sequence": [
+        _load("seq_accum", _SEQ),
+        _load("seq_accum", _SEQ),
+        _post(_INFER_SEQ, _seq_request(5, start=True)),
+        _load("seq_accum", {**_SEQ, "instance_group": [{"count": 2}]}),
+        _post(_INFER_SEQ, _seq_request(6, end=True)),
+        _get("/v2/models/seq_accum/stats"),
+        _get("/v2/models/seq_accum/config"),
     ],
     # every input and output needs its dims, batching or not, reshaped or not
     "dims-required": [

@@ -112,12 +112,14 @@ def test_policy_without_versions_leaves_the_server_ready(server: _launch.Bundled
 
 
 def test_failed_override_tried_again_fails_again(server: _launch.BundledServer) -> None:
-    """(Tried again, the override is not taken for the configuration already loaded.)"""
+    """(Tried again, the override is not taken for the configuration already loaded.
+    It changes only the instance groups: an update in place, which fails and leaves the
+    version serving as it was.)"""
     gpu = [{"kind": "KIND_GPU", "count": 1}]
     for _ in range(2):
         status, body = load(server, None, instance_group=gpu)
         assert status == 400
-        assert "version 2 is at UNAVAILABLE state" in body["error"]
+        assert "version 2 is at READY state" in body["error"]
         assert "has kind KIND_GPU but no GPUs are available" in body["error"]
         assert serves_version_2(server)
     # the configuration that serves is still the model's own

@@ -136,6 +136,18 @@ class ModelVersion:
         self.state = "READY"
         self.reason = ""
 
+    def update_instances(
+        self, config: ModelConfig, instances: list[ModelInstance]
+    ) -> list[asyncio.Future[None]]:
+        """Serve with ``instances``, those of ``config``'s instance groups, from now on
+        (Triton's in-place instance update; the futures end as each instance left out is
+        free, see :meth:`Scheduler.update_instances`)."""
+        assert self.scheduler is not None
+        self.config = config
+        self.instances = instances
+        self.reason = ""
+        return self.scheduler.update_instances(instances)
+
     @property
     def ready(self) -> bool:
         return self.state == "READY"

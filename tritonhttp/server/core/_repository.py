@@ -34,6 +34,7 @@ from ._config import (
 from ._ensemble import EnsembleVersion, check_steps, step_models, validate_graph
 from ._errors import Code, CoreError
 from ._model import ModelVersion
+from .model_config_pb2 import ModelInstanceGroup
 
 __all__ = ["ModelEntry", "Repository"]
 
@@ -320,6 +321,9 @@ class Repository:
     ) -> None:
         entry = self.models.setdefault(name, ModelEntry(name))
         async with entry.lock:
+            # (taken before the model runs: a model that writes into its directory, as
+            # Python does its __pycache__, counts as changed at the next load, as in Triton)
+            signature = _dir_signature(model_dir)
             cfg = override if override is not None else read_config(model_dir)
             if cfg is None:
                 if not self.auto_complete:
@@ -346,13 +350,9 @@ class Repository:
                     f"load failed for model '{name}': at least one version must be available "
                     f"under the version policy of model '{name}'\n"
                 )
-            # An override that differs from the loaded configuration in its version policy
-            # only: Triton keeps the versions that stay (with their configuration) and
-            # loads or unloads the others.
-            kept: dict[int, ModelVersion] = {}
-            old_cfg = entry.base_config
-            if override is not None and old_cfg is not None and _same_but_policy(old_cfg, cfg):
-                kept = {v: mv for v, mv in entry.versions.items() if mv.ready and v in versions}
+            kept = await self._versions_kept(
+                entry, cfg, versions, override is not None, (model_dir, signature)
+            )
             for v in versions:
                 if v not in kept:
                     log.info("loading: %s:%d", name, v)
@@ -386,7 +386,7 @@ class Repository:
                 if entry.temp_dir is not None and entry.temp_dir != temp_dir:
                     shutil.rmtree(entry.temp_dir, ignore_errors=True)
                 entry.temp_dir = temp_dir
-            entry.signature = _dir_signature(model_dir)
+            entry.signature = signature
             entry.model_dir = model_dir
             # (the server stays ready when a failed reload left the old version serving)
             entry.failed = any(entry.versions.get(mv.version) is mv for mv in failures)
@@ -396,6 +396,39 @@ class Repository:
                     for mv in failures
                 )
                 raise _LoggedError(f"load failed for model '{name}': {text}")
+
+    async def _versions_kept(
+        self,
+        entry: ModelEntry,
+        cfg: ModelConfig,
+        versions: list[int],
+        overridden: bool,
+        folder: tuple[Path, tuple[Any, ...]],
+    ) -> dict[int, ModelVersion]:
+        """The serving versions a load keeps rather than loads afresh.
+
+        An override that differs from the loaded configuration in its version policy only:
+        Triton keeps the versions that stay (with their configuration) and loads or
+        unloads the others. A load that changes only the instance groups, of an unchanged
+        model folder: Triton updates the instances of the serving versions in place (each
+        keeps its statistics and state). ``folder``: the model's folder and its
+        signature, taken as this load began.
+        """
+        old_cfg = entry.base_config
+        if old_cfg is None:
+            return {}
+        serving = {v: mv for v, mv in entry.versions.items() if mv.ready and v in versions}
+        if overridden and _same_but(old_cfg, cfg, "version_policy"):
+            return serving
+        if (
+            entry.temp_dir is None  # (nor is this load's folder one: then it is new)
+            and (entry.model_dir, entry.signature) == folder
+            and _same_but(old_cfg, cfg, "instance_group")
+            and cfg.platform != "ensemble"
+        ):
+            await self._update_instances(entry.name, list(serving.values()), cfg, folder[0])
+            return serving
+        return {}
 
     async def _load_version(
         self, name: str, version: int, model_dir: Path, base: ModelConfig
@@ -446,6 +479,65 @@ class Repository:
             mv.state = "UNAVAILABLE"
             mv.reason = f"{e.code.label}: {e.message}"
         return mv
+
+    async def _update_instances(
+        self, name: str, versions: list[ModelVersion], base: ModelConfig, model_dir: Path
+    ) -> None:
+        """Triton's in-place instance update of each serving version: instances whose
+        group still asks for them keep serving, new ones are created (and warmed up),
+        the others leave once they are free. A version whose update fails keeps serving
+        as it was, its failure as its reason; the load then fails."""
+        failed: list[ModelVersion] = []
+        for mv in versions:
+            try:
+                await self._update_version(mv, base, model_dir)
+            except CoreError as e:
+                mv.reason = f"{e.code.label}: {e.message}"
+                log.error("failed to load '%s' version %d: %s", name, mv.version, mv.reason)
+                failed.append(mv)
+        if failed:
+            log.info("failed to load '%s'", name)
+            text = "".join(
+                f"version {mv.version} is at READY state: {mv.reason};\n" for mv in failed
+            )
+            raise _LoggedError(f"load failed for model '{name}': {text}")
+
+    async def _update_version(self, mv: ModelVersion, base: ModelConfig, model_dir: Path) -> None:
+        assert mv.config is not None
+        cfg = ModelConfig()
+        cfg.CopyFrom(mv.config)
+        cfg.ClearField("instance_group")
+        cfg.instance_group.extend(base.instance_group)
+        normalize_instance_groups(cfg)
+        validate_load(cfg)
+        backend = self.backends[cfg.backend]
+        ctx = LoadContext(mv.name, mv.version, model_dir, self.backend_config.get(cfg.backend, {}))
+        text = config_to_json(cfg).decode("utf-8")
+        spare = list(zip(_groups_of(mv.config), mv.instances, strict=True))
+        instances: list[ModelInstance] = []
+        created: list[ModelInstance] = []
+        try:
+            for gi, group in enumerate(cfg.instance_group):
+                for i in range(group.count):
+                    match = next((k for k, (g, _) in enumerate(spare) if _same_kind(g, group)), -1)
+                    if match >= 0:
+                        instances.append(spare.pop(match)[1])
+                        continue
+                    inst = await backend.create_instance(ctx, cfg, text, gi, i, f"{group.name}_{i}")
+                    created.append(inst)
+                    instances.append(inst)
+            await _warm_up(mv, cfg, model_dir, created)
+        except CoreError:
+            for inst in created:
+                await inst.finalize()
+            raise
+        mv.config_json = config_to_json(cfg)
+        freed = mv.update_instances(cfg, instances)
+        task = asyncio.get_running_loop().create_task(
+            _finalize_when_free([inst for _, inst in spare], freed)
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # ------------------------------------------------------------------ ensembles
 
@@ -636,11 +728,26 @@ def _log_failure(name: str, error: BaseException) -> None:
         log.error("failed to load '%s': %s", name, getattr(error, "message", error))
 
 
-async def _warm_up(mv: ModelVersion, cfg: ModelConfig, model_dir: Path) -> None:
+async def _finalize_when_free(
+    instances: list[ModelInstance], freed: list[asyncio.Future[None]]
+) -> None:
+    """Finalize the instances an instance update left out, once each one is free."""
+    await asyncio.gather(*freed)
+    for inst in instances:
+        await inst.finalize()
+
+
+async def _warm_up(
+    mv: ModelVersion,
+    cfg: ModelConfig,
+    model_dir: Path,
+    instances: list[ModelInstance] | None = None,
+) -> None:
     """Run ``model_warmup`` samples before the version serves (failures fail the load).
 
-    As in Triton, every instance runs each sample: ``batch_size: B`` and ``count: C`` send
-    B x max(C, 1) requests of batch 1 to it.
+    As in Triton, every instance (of ``instances``, by default all of the version's) runs
+    each sample: ``batch_size: B`` and ``count: C`` send B x max(C, 1) requests of batch 1
+    to it.
     """
     if not cfg.model_warmup:
         return
@@ -674,7 +781,7 @@ async def _warm_up(mv: ModelVersion, cfg: ModelConfig, model_dir: Path) -> None:
             else:
                 arr = np.zeros(count, dtype=TRITON_TO_NUMPY[wire])
             inputs[name] = InputTensor(name, wire, shape, array=arr)
-        for instance in mv.instances:
+        for instance in mv.instances if instances is None else instances:
             for _ in range(max(1, sample.batch_size) * max(1, sample.count)):
                 copies = {
                     k: InputTensor(t.name, t.datatype, list(t.shape), array=t.array)
@@ -744,13 +851,31 @@ def _load_order(names: list[str], found: dict[str, list[Path]]) -> list[list[str
     return levels
 
 
-def _same_but_policy(a: ModelConfig, b: ModelConfig) -> bool:
+def _same_but(a: ModelConfig, b: ModelConfig, field_name: str) -> bool:
+    """Whether two configurations differ in ``field_name`` at most."""
     a2, b2 = ModelConfig(), ModelConfig()
     a2.CopyFrom(a)
     b2.CopyFrom(b)
-    a2.ClearField("version_policy")
-    b2.ClearField("version_policy")
+    a2.ClearField(field_name)
+    b2.ClearField(field_name)
     return bool(a2 == b2)
+
+
+def _same_kind(a: ModelInstanceGroup, b: ModelInstanceGroup) -> bool:
+    """Whether instances of group ``a`` can serve as instances of group ``b`` (Triton
+    compares everything but the name and the count)."""
+    a2, b2 = ModelInstanceGroup(), ModelInstanceGroup()
+    a2.CopyFrom(a)
+    b2.CopyFrom(b)
+    for g in (a2, b2):
+        g.ClearField("name")
+        g.ClearField("count")
+    return bool(a2 == b2)
+
+
+def _groups_of(cfg: ModelConfig) -> list[ModelInstanceGroup]:
+    """The group of each instance, in the order a load creates them."""
+    return [group for group in cfg.instance_group for _ in range(group.count)]
 
 
 def parse_version(text: str) -> int:

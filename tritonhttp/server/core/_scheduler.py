@@ -106,6 +106,9 @@ class Scheduler:
         self._waiting: dict[int, Pending] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        #: busy instances an instance update left out, each with the future that ends
+        #: once it is free
+        self._leaving: dict[int, asyncio.Future[None]] = {}
 
     @property
     def pending(self) -> int:
@@ -129,6 +132,56 @@ class Scheduler:
     def close(self) -> None:
         """Stop timers; nothing is queued any more (the version is unloading)."""
         self._closed = True
+        for future in self._leaving.values():
+            if not future.done():
+                future.set_result(None)  # (nothing runs any more)
+        self._leaving.clear()
+
+    def update_instances(self, instances: list[ModelInstance]) -> list[asyncio.Future[None]]:
+        """Serve with ``instances`` from now on (Triton's in-place instance update).
+
+        Instances new to the list take work at once. Each one left out takes no more
+        and finishes what it runs: the returned futures end as each one is free.
+        """
+        staying = {id(inst) for inst in instances}
+        serving = {id(inst) for inst in self.instances}
+        loop = asyncio.get_running_loop()
+        freed: list[asyncio.Future[None]] = []
+        for inst in self.instances:
+            if id(inst) in staying:
+                continue
+            future: asyncio.Future[None] = loop.create_future()
+            freed.append(future)
+            if self._drop_idle(inst):
+                future.set_result(None)
+            else:
+                self._leaving[id(inst)] = future
+        self.instances = list(instances)
+        for inst in instances:
+            if id(inst) not in serving:
+                self._join(inst)
+        return freed
+
+    def _drop_idle(self, inst: ModelInstance) -> bool:
+        """Take ``inst`` out of service if it is idle (False: it is busy)."""
+        try:
+            self._idle.remove(inst)
+        except ValueError:
+            return False
+        return True
+
+    def _join(self, inst: ModelInstance) -> None:
+        """A new instance takes work."""
+        raise NotImplementedError
+
+    def _let_go(self, inst: ModelInstance) -> bool:
+        """Whether the now free ``inst`` leaves service (an instance update left it out)."""
+        future = self._leaving.pop(id(inst), None)
+        if future is None:
+            return False
+        if not future.done():
+            future.set_result(None)
+        return True
 
     # ------------------------------------------------------------------ helpers
 
@@ -250,6 +303,15 @@ class FifoScheduler(Scheduler):
             return False
         return True
 
+    def _join(self, inst: ModelInstance) -> None:
+        if not self._start_next(inst):
+            self._idle.append(inst)
+
+    def _drop_idle(self, inst: ModelInstance) -> bool:
+        with contextlib.suppress(ValueError):
+            self._ahead.remove(inst)  # (busy: it takes nothing ahead any more)
+        return super()._drop_idle(inst)
+
     def _take_ahead(self) -> ModelInstance | None:
         """The oldest busy instance that takes a request ahead now (out of ``_ahead``)."""
         ahead = self._ahead
@@ -276,6 +338,12 @@ class FifoScheduler(Scheduler):
         starts on it; else it goes idle (or, still busy, may take one ahead again)."""
         key = id(inst)
         load = self._load.pop(key) - 1
+        if self._leaving and key in self._leaving:
+            if load:
+                self._load[key] = load  # (the one sent ahead runs now, the last one)
+            else:
+                self._let_go(inst)
+            return
         if load:  # (the one sent ahead runs now)
             self._load[key] = load
             if not _can_take_ahead(inst):
@@ -411,7 +479,7 @@ class DynamicBatcher(Scheduler):
             try:
                 response = (await self._execute(inst, [req], ()))[0]
             finally:
-                self._idle.append(inst)
+                self._back_to_idle(inst)
                 self._pump()
             return reschedule_refused() if response.rescheduled else response
         fut: asyncio.Future[InferResponse] = asyncio.get_running_loop().create_future()
@@ -618,7 +686,7 @@ class DynamicBatcher(Scheduler):
                     # the instance takes its next payload before these answers go out
                     # (a worker process would sit idle while they are encoded and sent)
                     freed = True
-                    self._idle.append(inst)
+                    self._back_to_idle(inst)
                     self._pump()
                 for item, response in zip(items, responses, strict=False):
                     if on_done is not None:
@@ -633,8 +701,21 @@ class DynamicBatcher(Scheduler):
                 raise
         finally:
             if not freed:
-                self._idle.append(inst)
+                self._back_to_idle(inst)
                 self._pump()
+
+    @property
+    def is_idle(self) -> bool:
+        """Whether nothing is queued or running."""
+        return not self._waiting and not self._payloads and len(self._idle) == len(self.instances)
+
+    def _back_to_idle(self, inst: ModelInstance) -> None:
+        if not (self._leaving and self._let_go(inst)):
+            self._idle.append(inst)
+
+    def _join(self, inst: ModelInstance) -> None:
+        self._idle.append(inst)
+        self._pump()
 
     # ------------------------------------------------------------------ timers and refusals
 

@@ -147,13 +147,16 @@ class _Slot:
 class _Lane:
     """One instance with its slots (and, for ``oldest``, its dynamic batcher)."""
 
-    __slots__ = ("batcher", "busy", "instance", "slots")
+    __slots__ = ("batcher", "busy", "instance", "leaving", "slots")
 
     def __init__(self, instance: ModelInstance, slots: list[_Slot]) -> None:
         self.instance = instance
         self.slots = slots
         self.busy = False
         self.batcher: DynamicBatcher | None = None
+        #: an instance update left the instance out: it takes no new sequence, and this
+        #: future ends once its sequences are over and it is free
+        self.leaving: asyncio.Future[None] | None = None
 
 
 class SequenceBatcher(Scheduler):
@@ -177,29 +180,82 @@ class SequenceBatcher(Scheduler):
         self._control_names = frozenset(c.name for c in self.controls)
         self._input_specs = {i.name: wire_datatype(i.data_type) for i in config.input}
         if self.oldest:
-            per_instance = max(1, sb.oldest.max_candidate_sequences)
+            self._per_instance = max(1, sb.oldest.max_candidate_sequences)
+            self._rules = BatchingRules.from_config(
+                config, list(sb.oldest.preferred_batch_size), sb.oldest.max_queue_delay_microseconds
+            )
         else:
-            per_instance = max(1, config.max_batch_size)
+            self._per_instance = max(1, config.max_batch_size)
         self._lanes: list[_Lane] = []
         self._free: list[_Slot] = []
-        for i, inst in enumerate(instances):
-            slots = [_Slot(i, j) for j in range(per_instance)]
-            lane = _Lane(inst, slots)
-            if self.oldest:
-                rules = BatchingRules.from_config(
-                    config,
-                    list(sb.oldest.preferred_batch_size),
-                    sb.oldest.max_queue_delay_microseconds,
-                )
-                lane.batcher = DynamicBatcher(
-                    [inst], execute, stats, rules, PriorityQueue(None), self._done
-                )
-            self._lanes.append(lane)
-            self._free.extend(slots)
-        heapq.heapify(self._free)
         self._active: dict[int | str, _Sequence] = {}
         self._backlog: collections.deque[_Sequence] = collections.deque()
         self._next_cid = 1
+        #: instances left out by an instance update, not free yet
+        self._lanes_leaving = 0
+        for inst in instances:
+            self._add_lane(inst)
+
+    def _add_lane(self, inst: ModelInstance) -> None:
+        """An instance joins with its slots (waiting sequences take them at once)."""
+        i = len(self._lanes)
+        lane = _Lane(inst, [_Slot(i, j) for j in range(self._per_instance)])
+        if self.oldest:
+            lane.batcher = DynamicBatcher(
+                [inst], self._execute, self._stats, self._rules, PriorityQueue(None), self._done
+            )
+        self._lanes.append(lane)
+        for slot in lane.slots:
+            if self._backlog:
+                seq = self._backlog.popleft()
+                self._bind(seq, slot)
+                self._kick(seq)
+                self._idle_check(seq)
+            else:
+                heapq.heappush(self._free, slot)
+
+    def update_instances(self, instances: list[ModelInstance]) -> list[asyncio.Future[None]]:
+        """Serve with ``instances`` from now on (Triton's in-place instance update).
+
+        A new instance takes sequences at once. One left out takes no new sequence; those
+        it holds run on it to their end (or idle out), then it is free: the returned
+        futures end as each one is.
+        """
+        staying = {id(inst) for inst in instances}
+        serving = {id(lane.instance) for lane in self._lanes if lane.leaving is None}
+        loop = asyncio.get_running_loop()
+        leaving: list[_Lane] = []
+        for lane in self._lanes:
+            if lane.leaving is None and id(lane.instance) not in staying:
+                lane.leaving = loop.create_future()
+                leaving.append(lane)
+                self._lanes_leaving += 1
+        if leaving:
+            self._free = [s for s in self._free if self._lanes[s.instance].leaving is None]
+            heapq.heapify(self._free)
+        self.instances = list(instances)
+        for inst in instances:
+            if id(inst) not in serving:
+                self._add_lane(inst)
+        for lane in leaving:
+            self._check_left(lane)
+        return [lane.leaving for lane in leaving if lane.leaving is not None]
+
+    def _check_left(self, lane: _Lane) -> None:
+        """Let a leaving instance go once no sequence holds it and it runs nothing."""
+        future = lane.leaving
+        if future is None or future.done() or lane.busy:
+            return
+        if any(slot.sequence is not None for slot in lane.slots):
+            return
+        if lane.batcher is not None and not lane.batcher.is_idle:
+            return  # (its last requests are queued or running: checked again after them)
+        future.set_result(None)
+        self._lanes_leaving -= 1
+
+    def _check_all_left(self) -> None:
+        for lane in self._lanes:
+            self._check_left(lane)
 
     # ------------------------------------------------------------------ admission
 
@@ -265,6 +321,11 @@ class SequenceBatcher(Scheduler):
             return
         seq.slot = None
         slot.sequence = None
+        lane = self._lanes[slot.instance]
+        if lane.leaving is not None:
+            # (checked once the request that ended the sequence is on its way to the model)
+            asyncio.get_running_loop().call_soon(self._check_left, lane)
+            return
         if self._backlog:
             nxt = self._backlog.popleft()
             self._bind(nxt, slot)
@@ -417,6 +478,8 @@ class SequenceBatcher(Scheduler):
         finally:
             lane.busy = False
             self._run_direct(lane)
+            if lane.leaving is not None:
+                self._check_left(lane)
 
     def _done(self, pending: Pending, response: InferResponse) -> None:
         """A request came back from the model (both strategies)."""
@@ -424,6 +487,9 @@ class SequenceBatcher(Scheduler):
         item = pending
         seq = item.seq
         seq.in_flight -= 1
+        if self._lanes_leaving:
+            # (checked once the batcher has its instance back, after these answers)
+            asyncio.get_running_loop().call_soon(self._check_all_left)
         req = item.request
         if response.rescheduled:
             if self.iterative and response.error is None:
@@ -502,3 +568,5 @@ class SequenceBatcher(Scheduler):
         for lane in self._lanes:
             if lane.batcher is not None:
                 lane.batcher.close()
+            if lane.leaving is not None and not lane.leaving.done():
+                lane.leaving.set_result(None)  # (nothing runs any more)
