@@ -1060,6 +1060,27 @@ CONTROL_CASES: dict[str, list[Step]] = {
         _get("/v2/models/seq_accum/stats"),
         _get("/v2/models/seq_accum/config"),
     ],
+    # the version policy and the instance groups changed together: the versions that stay
+    # are updated in place, the others load or unload
+    "instance-update-with-policy": [
+        _post("/v2/models/multi_ver/versions/2/infer", _ONE),
+        _post("/v2/models/multi_ver/versions/3/infer", _ONE),
+        _load(
+            "multi_ver",
+            {
+                "backend": "python",
+                **_IO,
+                "version_policy": {"specific": {"versions": [2, 3]}},
+                "instance_group": [{"count": 2}],
+            },
+        ),
+        _post("/v2/models/multi_ver/versions/2/infer", _ONE),
+        _get("/v2/models/multi_ver/stats"),
+        _get("/v2/models/multi_ver/versions/2/config"),
+        _load("multi_ver", {"backend": "python", **_IO, "instance_group": [{"count": 1}]}),
+        _get("/v2/models/multi_ver/stats"),
+        _get("/v2/repository/index"),
+    ],
     # every input and output needs its dims, batching or not, reshaped or not
     "dims-required": [
         _load("param_echo", {**_BATCHED, "input": [{**_IN, "dims": []}]}),

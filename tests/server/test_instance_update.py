@@ -1,9 +1,9 @@
-"""A load that changes only a model's instance groups updates the serving version in
-place, as real Triton does (the pinned cases ``instance-update-in-place`` and
+"""A load that changes only a model's instance groups (and version policy) updates the
+serving version in place, as real Triton does (the pinned ``instance-update-*`` cases and
 ``failed-reload-tried-again`` of ``test_differential_fuzz_endpoints.py`` compare it with
 real Triton): the instances still asked for keep serving with their state, new ones
 start, the others finish their work and are finalized; statistics go on. These tests run
-on our server alone, in both isolation modes, with and without dynamic batching.
+on our server alone, in both isolation modes, with FIFO, dynamic and sequence batching.
 
 The model logs each instance's ``initialize``, ``finalize`` and slow executions to a file
 outside the repository, and answers ``[count, instance id]``: how many requests this
@@ -352,3 +352,28 @@ def test_a_sequence_stays_on_its_instance_until_it_ends(
         assert server.infer(sequence=(200, False, True))[1] == leaving
         assert server.events() == ["fini m_0_1"]
         assert server.inference_count() == 6
+
+
+def test_the_config_file_edited_updates_in_place_a_model_file_edited_reloads(
+    tmp_path: Path,
+) -> None:
+    with _start(tmp_path, "process", {}, compiled=True) as s:
+        server = Server(s.url, tmp_path, {})
+        server.events()
+        first = server.infer()
+        config = tmp_path / "repo" / "m" / "config.pbtxt"
+        config.write_text(config.read_text().replace("count: 1", "count: 2"))
+        assert server.load() == (200, None)
+        assert server.events() == ["init m_0_1"]
+        assert server.inference_count() == 1
+        assert server.groups() == [("m_0", "KIND_CPU", 2)]
+        # a file of the model changed: the model loads afresh, whatever else changed
+        model = tmp_path / "repo" / "m" / "1" / "model.py"
+        model.write_text(model.read_text() + "\n# edited\n")
+        compileall.compile_dir(tmp_path / "repo", quiet=1)
+        assert server.load([{"count": 3}]) == (200, None)
+        assert sorted(server.events()) == [
+            "fini m_0_0", "fini m_0_1", "init m_0_0", "init m_0_1", "init m_0_2"
+        ]  # fmt: skip
+        assert server.inference_count() == 0
+        assert first[1] not in {server.infer()[1] for _ in range(3)}

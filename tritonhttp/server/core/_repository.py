@@ -350,9 +350,7 @@ class Repository:
                     f"load failed for model '{name}': at least one version must be available "
                     f"under the version policy of model '{name}'\n"
                 )
-            kept = await self._versions_kept(
-                entry, cfg, versions, override is not None, (model_dir, signature)
-            )
+            kept = await self._versions_kept(entry, cfg, versions, (model_dir, signature))
             for v in versions:
                 if v not in kept:
                     log.info("loading: %s:%d", name, v)
@@ -402,33 +400,30 @@ class Repository:
         entry: ModelEntry,
         cfg: ModelConfig,
         versions: list[int],
-        overridden: bool,
         folder: tuple[Path, tuple[Any, ...]],
     ) -> dict[int, ModelVersion]:
         """The serving versions a load keeps rather than loads afresh.
 
-        An override that differs from the loaded configuration in its version policy only:
-        Triton keeps the versions that stay (with their configuration) and loads or
-        unloads the others. A load that changes only the instance groups, of an unchanged
-        model folder: Triton updates the instances of the serving versions in place (each
-        keeps its statistics and state). ``folder``: the model's folder and its
-        signature, taken as this load began.
+        As Triton: when no file of the model's folder changed but its configuration
+        (``folder``: the folder and its signature, taken as this load began), and the
+        configuration changed in its version policy and instance groups at most, the
+        versions that stay keep serving (with their statistics and state) and their
+        instances are updated in place; the others load or unload.
         """
         old_cfg = entry.base_config
-        if old_cfg is None:
+        model_dir, signature = folder
+        if (
+            old_cfg is None
+            or entry.temp_dir is not None  # (nor is this load's folder one: then it is new)
+            or entry.model_dir != model_dir
+            or _model_files(entry.signature, model_dir) != _model_files(signature, model_dir)
+            or not _same_but(old_cfg, cfg, "version_policy", "instance_group")
+        ):
             return {}
         serving = {v: mv for v, mv in entry.versions.items() if mv.ready and v in versions}
-        if overridden and _same_but(old_cfg, cfg, "version_policy"):
-            return serving
-        if (
-            entry.temp_dir is None  # (nor is this load's folder one: then it is new)
-            and (entry.model_dir, entry.signature) == folder
-            and _same_but(old_cfg, cfg, "instance_group")
-            and cfg.platform != "ensemble"
-        ):
-            await self._update_instances(entry.name, list(serving.values()), cfg, folder[0])
-            return serving
-        return {}
+        if cfg.platform != "ensemble":
+            await self._update_instances(entry.name, list(serving.values()), cfg, model_dir)
+        return serving
 
     async def _load_version(
         self, name: str, version: int, model_dir: Path, base: ModelConfig
@@ -851,14 +846,22 @@ def _load_order(names: list[str], found: dict[str, list[Path]]) -> list[list[str
     return levels
 
 
-def _same_but(a: ModelConfig, b: ModelConfig, field_name: str) -> bool:
-    """Whether two configurations differ in ``field_name`` at most."""
+def _same_but(a: ModelConfig, b: ModelConfig, *fields: str) -> bool:
+    """Whether two configurations differ in ``fields`` at most."""
     a2, b2 = ModelConfig(), ModelConfig()
     a2.CopyFrom(a)
     b2.CopyFrom(b)
-    a2.ClearField(field_name)
-    b2.ClearField(field_name)
+    for name in fields:
+        a2.ClearField(name)
+        b2.ClearField(name)
     return bool(a2 == b2)
+
+
+def _model_files(signature: tuple[Any, ...], model_dir: Path) -> tuple[Any, ...]:
+    """A folder signature without the model's configuration file (Triton tells a
+    change of the configuration from one of the model's files)."""
+    config = str(model_dir / "config.pbtxt")
+    return tuple(item for item in signature if item[0] != config)
 
 
 def _same_kind(a: ModelInstanceGroup, b: ModelInstanceGroup) -> bool:
