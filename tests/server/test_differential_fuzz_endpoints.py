@@ -1081,6 +1081,17 @@ CONTROL_CASES: dict[str, list[Step]] = {
         _get("/v2/models/multi_ver/stats"),
         _get("/v2/repository/index"),
     ],
+    # a backend that is not there is reported before anything else of the configuration
+    "backend-checked-first": [
+        _load("param_echo", {"backend": backend, **_IO, **more})
+        for backend in ("PYTHON", "nope")
+        for more in (
+            {"input": [{**_IN, "dims": [0]}]},
+            {"input": [{**_IN, "dims": []}]},
+            {"input": [{"name": "IN", "dims": [1]}]},
+            {"instance_group": [{"kind": "KIND_GPU"}]},
+        )
+    ],
     # every input and output needs its dims, batching or not, reshaped or not
     "dims-required": [
         _load("param_echo", {**_BATCHED, "input": [{**_IN, "dims": []}]}),

@@ -436,14 +436,14 @@ class Repository:
         try:
             if cfg.platform == "ensemble":
                 return self._ensemble_version(name, version, cfg)
-            validate_load(cfg, final=not self.auto_complete)
             backend = self.backends.get(cfg.backend)
-            if backend is None:
+            if backend is None:  # (Triton looks for the backend before checking the rest)
                 raise CoreError(
                     f"unable to find backend library for backend '{cfg.backend}', try "
                     "specifying runtime on the model configuration.",
                     Code.INVALID_ARG,
                 )
+            validate_load(cfg, final=not self.auto_complete)
             if self.auto_complete:
                 cfg = await backend.auto_complete(ctx, cfg)
                 normalize(cfg, name, [ctx.version_dir])
