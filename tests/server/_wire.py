@@ -5,6 +5,8 @@ from __future__ import annotations
 import http.client
 import json
 import struct
+import urllib.error
+import urllib.request
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -133,3 +135,16 @@ def binary_request(
 
 def bytes_blob(items: list[bytes]) -> bytes:
     return b"".join(struct.pack("<I", len(x)) + x for x in items)
+
+
+def json_call(url: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    """(status, parsed JSON body or None) of one request with a JSON body, to ``url``."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request("http://" + url + path, data=data, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            text = r.read()
+            return r.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as e:
+        text = e.read()
+        return e.code, json.loads(text) if text else None

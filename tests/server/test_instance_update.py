@@ -17,8 +17,6 @@ import itertools
 import json
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,8 @@ from typing import Any
 import pytest
 
 from tritonhttp.server import _launch
+
+from ._wire import json_call
 
 MODEL = """import os
 import time
@@ -106,15 +106,7 @@ class Server:
         self._sequences = itertools.count(1)
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request("http://" + self.url + path, data=data, method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=60) as r:
-                text = r.read()
-                return r.status, json.loads(text) if text else None
-        except urllib.error.HTTPError as e:
-            text = e.read()
-            return e.code, json.loads(text) if text else None
+        return json_call(self.url, method, path, body)
 
     def load(self, groups: list[dict[str, Any]] | None = None, **more: Any) -> tuple[int, Any]:
         body: dict[str, Any] = {}

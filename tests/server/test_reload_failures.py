@@ -8,8 +8,6 @@ Its own config keeps the latest version (2); the overrides ask for others.
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +15,8 @@ import pytest
 from _repos import ECHO_MODEL
 
 from tritonhttp.server import _launch
+
+from ._wire import json_call
 
 CONFIG = """backend: "python"
 input [{ name: "IN" data_type: TYPE_INT32 dims: [1] }]
@@ -46,15 +46,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_launch.Bundled
 
 
 def call(server: _launch.BundledServer, method: str, path: str, body: Any = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request("http://" + server.url + path, data=data, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=60) as r:
-            text = r.read()
-            return r.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as e:
-        text = e.read()
-        return e.code, json.loads(text) if text else None
+    return json_call(server.url, method, path, body)
 
 
 def load(
