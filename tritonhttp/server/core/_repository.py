@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..support import _json
 from ._backend_api import Backend, LoadContext, ModelInstance
@@ -35,6 +35,9 @@ from ._ensemble import EnsembleVersion, check_steps, step_models, validate_graph
 from ._errors import Code, CoreError
 from ._model import ModelVersion
 from .model_config_pb2 import ModelInstanceGroup
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
 
 __all__ = ["ModelEntry", "Repository"]
 
@@ -389,11 +392,7 @@ class Repository:
             # (the server stays ready when a failed reload left the old version serving)
             entry.failed = any(entry.versions.get(mv.version) is mv for mv in failures)
             if failures:
-                text = "".join(
-                    f"version {mv.version} is at UNAVAILABLE state: {mv.reason};\n"
-                    for mv in failures
-                )
-                raise _LoggedError(f"load failed for model '{name}': {text}")
+                raise _load_failed(name, failures, "UNAVAILABLE")
 
     async def _versions_kept(
         self,
@@ -459,12 +458,7 @@ class Repository:
                             f"failed to open text file for read {path}: No such file or directory"
                         ) from None
             config_json = config_to_json(cfg)
-            text = config_json.decode("utf-8")
-            for gi, group in enumerate(cfg.instance_group):
-                for i in range(group.count):
-                    instances.append(
-                        await backend.create_instance(ctx, cfg, text, gi, i, f"{group.name}_{i}")
-                    )
+            await _start_instances(backend, ctx, cfg, config_json.decode("utf-8"), [], instances)
             mv.config_json = config_json
             mv.activate(cfg, instances, self.response_cache)
             await _warm_up(mv, cfg, model_dir)
@@ -492,10 +486,7 @@ class Repository:
                 failed.append(mv)
         if failed:
             log.info("failed to load '%s'", name)
-            text = "".join(
-                f"version {mv.version} is at READY state: {mv.reason};\n" for mv in failed
-            )
-            raise _LoggedError(f"load failed for model '{name}': {text}")
+            raise _load_failed(name, failed, "READY")
 
     async def _update_version(self, mv: ModelVersion, base: ModelConfig, model_dir: Path) -> None:
         assert mv.config is not None
@@ -507,26 +498,18 @@ class Repository:
         validate_load(cfg)
         backend = self.backends[cfg.backend]
         ctx = LoadContext(mv.name, mv.version, model_dir, self.backend_config.get(cfg.backend, {}))
-        text = config_to_json(cfg).decode("utf-8")
+        config_json = config_to_json(cfg)
         spare = list(zip(_groups_of(mv.config), mv.instances, strict=True))
-        instances: list[ModelInstance] = []
         created: list[ModelInstance] = []
         try:
-            for gi, group in enumerate(cfg.instance_group):
-                for i in range(group.count):
-                    match = next((k for k, (g, _) in enumerate(spare) if _same_kind(g, group)), -1)
-                    if match >= 0:
-                        instances.append(spare.pop(match)[1])
-                        continue
-                    inst = await backend.create_instance(ctx, cfg, text, gi, i, f"{group.name}_{i}")
-                    created.append(inst)
-                    instances.append(inst)
+            text = config_json.decode("utf-8")
+            instances = await _start_instances(backend, ctx, cfg, text, spare, created)
             await _warm_up(mv, cfg, model_dir, created)
         except CoreError:
             for inst in created:
                 await inst.finalize()
             raise
-        mv.config_json = config_to_json(cfg)
+        mv.config_json = config_json
         freed = mv.update_instances(cfg, instances)
         task = asyncio.get_running_loop().create_task(
             _finalize_when_free([inst for _, inst in spare], freed)
@@ -702,6 +685,13 @@ class _LoggedError(CoreError):
     """A load failure whose reasons the load already logged, version by version."""
 
 
+def _load_failed(name: str, versions: list[ModelVersion], state: str) -> _LoggedError:
+    """Triton's answer to a load that failed for ``versions``, each now in ``state``
+    (their reasons are logged already)."""
+    text = "".join(f"version {mv.version} is at {state} state: {mv.reason};\n" for mv in versions)
+    return _LoggedError(f"load failed for model '{name}': {text}")
+
+
 def _log_outcome(name: str, loaded: list[ModelVersion]) -> None:
     """Log the end of a load as Triton does: each failed version, then the model."""
     failures = [mv for mv in loaded if not mv.ready]
@@ -721,6 +711,31 @@ def _log_failure(name: str, error: BaseException) -> None:
         log.error("Poll failed for model directory '%s': %s", name, error)
     else:
         log.error("failed to load '%s': %s", name, getattr(error, "message", error))
+
+
+async def _start_instances(
+    backend: Backend,
+    ctx: LoadContext,
+    cfg: ModelConfig,
+    text: str,
+    spare: list[tuple[ModelInstanceGroup, ModelInstance]],
+    created: list[ModelInstance],
+) -> list[ModelInstance]:
+    """The instances of ``cfg``'s groups, in the order a load creates them: for each, a
+    spare one of a group of the same kind (taken out of ``spare``), else a new one named
+    ``<group>_<index>``, appended to ``created`` as it starts (the caller finalizes those
+    should a later step fail). ``text``: ``cfg`` as JSON, for the backend."""
+    instances: list[ModelInstance] = []
+    for gi, group in enumerate(cfg.instance_group):
+        for i in range(group.count):
+            match = next((k for k, (g, _) in enumerate(spare) if _same_kind(g, group)), -1)
+            if match >= 0:
+                instances.append(spare.pop(match)[1])
+                continue
+            inst = await backend.create_instance(ctx, cfg, text, gi, i, f"{group.name}_{i}")
+            created.append(inst)
+            instances.append(inst)
+    return instances
 
 
 async def _finalize_when_free(
@@ -846,9 +861,10 @@ def _load_order(names: list[str], found: dict[str, list[Path]]) -> list[list[str
     return levels
 
 
-def _same_but(a: ModelConfig, b: ModelConfig, *fields: str) -> bool:
-    """Whether two configurations differ in ``fields`` at most."""
-    a2, b2 = ModelConfig(), ModelConfig()
+def _same_but(a: Message, b: Message, *fields: str) -> bool:
+    """Whether two messages of one type (configurations, instance groups) differ in
+    ``fields`` at most."""
+    a2, b2 = type(a)(), type(b)()
     a2.CopyFrom(a)
     b2.CopyFrom(b)
     for name in fields:
@@ -867,13 +883,7 @@ def _model_files(signature: tuple[Any, ...], model_dir: Path) -> tuple[Any, ...]
 def _same_kind(a: ModelInstanceGroup, b: ModelInstanceGroup) -> bool:
     """Whether instances of group ``a`` can serve as instances of group ``b`` (Triton
     compares everything but the name and the count)."""
-    a2, b2 = ModelInstanceGroup(), ModelInstanceGroup()
-    a2.CopyFrom(a)
-    b2.CopyFrom(b)
-    for g in (a2, b2):
-        g.ClearField("name")
-        g.ClearField("count")
-    return bool(a2 == b2)
+    return _same_but(a, b, "name", "count")
 
 
 def _groups_of(cfg: ModelConfig) -> list[ModelInstanceGroup]:
