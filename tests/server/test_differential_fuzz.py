@@ -7,8 +7,8 @@ body (JSON header + blobs) with its sizes, framing or ``Inference-Header-Content
 changed. Both servers must answer with the same status, content type and bytes.
 
 Deterministic (``derandomize``, no example database). ``TRITONHTTP_FUZZ_EXAMPLES`` raises
-the number of examples (to hunt for divergences; found ones are pinned as named cases in
-``test_differential.py``).
+the number of examples and ``TRITONHTTP_FUZZ_RANDOM=1`` draws other examples each run (to
+hunt for divergences; found ones are pinned as named cases in ``test_differential.py``).
 
 Left out on purpose (real Triton itself misbehaves or answers nondeterministically):
 
@@ -806,7 +806,7 @@ requests = st.one_of(json_requests(), json_requests(), binary_requests(), raw_re
 
 @settings(
     max_examples=EXAMPLES,
-    derandomize=True,
+    derandomize=not os.environ.get("TRITONHTTP_FUZZ_RANDOM"),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
