@@ -30,8 +30,9 @@ reference, then the next figure; the machine's load hits both alike):
   each with both clients open (never below it is the goal), in requests per second and
   in client CPU per request. Rounds drain the server's queue every 16 requests; the
   window and the tasks never do.
-* ``aio x16``          req/s and CPU us/request of 3,000 add_sub requests from 16 tasks
-  on one event loop, ``tritonhttp.aio`` vs ``tritonclient.http.aio``
+* ``aio x16``          req/s and CPU us/request of 3,072 add_sub requests from 16 tasks
+  on one event loop, ``tritonhttp.aio`` vs ``tritonclient.http.aio``, in 8 alternating
+  blocks of 384 requests each with both clients open
 * ``100k strings CPU`` client CPU ms of one ``identity_bytes`` round trip of 100,000
   short strings (best of 3 per run)
 
@@ -190,28 +191,6 @@ def sequential_cpu(m: Any, url: str, n: int) -> float:
         return (time.process_time() - cpu) / n * 1e6
 
 
-async def _aio_x16(m: Any, url: str, n: int) -> tuple[float, float]:
-    """(req/s, CPU us/request) of ``n`` add_sub requests from 16 tasks on one loop."""
-    async with m.InferenceServerClient(url) as client:
-
-        async def worker(count: int) -> None:
-            for _ in range(count):
-                await aio_add_sub_once(m, client)
-
-        await asyncio.gather(*(worker(10) for _ in range(16)))  # connections, warm-up
-        per_task = n // 16
-        gc.collect()
-        wall, cpu = time.perf_counter(), time.process_time()
-        await asyncio.gather(*(worker(per_task) for _ in range(16)))
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        done = per_task * 16
-        return done / wall, cpu / done * 1e6
-
-
-def aio_x16(m: Any, url: str, n: int) -> tuple[float, float]:
-    return asyncio.run(_aio_x16(m, url, n))
-
-
 class _Window:
     """tritonhttp's ``async_infer`` keeping 16 requests in flight: as the oldest result
     is read, the next request goes out (what ``aio x16``'s 16 tasks do)."""
@@ -241,40 +220,78 @@ class _Window:
         self.client.close()
 
 
+def _alternating(sides: list[Callable[[], None]], blocks: int, n: int) -> list[Measured]:
+    """(req/s, CPU us/request) of each side, over ``blocks`` rounds in which every side
+    runs one block of ``n`` requests in turn, after one warm-up block each (a slow minute
+    of the machine hits every side alike)."""
+    totals = [[0.0, 0.0] for _ in sides]  # wall, cpu per side
+    for side in sides:
+        side()  # warm-up: connections, first requests
+    for _ in range(blocks):
+        for side, total in zip(sides, totals, strict=True):
+            gc.collect()
+            wall, cpu = time.perf_counter(), time.process_time()
+            side()
+            total[0] += time.perf_counter() - wall
+            total[1] += time.process_time() - cpu
+    done = blocks * n
+    return [(done / wall, cpu / done * 1e6) for wall, cpu in totals]
+
+
+async def _aio_block(m: Any, client: Any, count: int) -> None:
+    """``count`` add_sub requests from 16 tasks sharing ``client``."""
+
+    async def worker() -> None:
+        for _ in range(count // 16):
+            await aio_add_sub_once(m, client)
+
+    await asyncio.gather(*(worker() for _ in range(16)))
+
+
 def window_vs_aio(url: str, blocks: int, n: int) -> tuple[Measured, Measured]:
     """((req/s, CPU us/request) of ``async_infer`` x16 as a window, the same of
     ``tritonhttp.aio`` x16), over ``blocks`` alternating blocks of ``n`` requests each
-    (the clients stay open, so a slow minute of the machine hits both alike)."""
+    (the clients stay open)."""
     window = _Window(url)
     loop = asyncio.new_event_loop()
     aio_client = aio.InferenceServerClient(url)
-
-    async def aio_block(count: int) -> None:
-        async def worker() -> None:
-            for _ in range(count // 16):
-                await aio_add_sub_once(aio, aio_client)
-
-        await asyncio.gather(*(worker() for _ in range(16)))
-
-    sides = [lambda: window.run(n), lambda: loop.run_until_complete(aio_block(n))]
-    totals = [[0.0, 0.0], [0.0, 0.0]]  # wall, cpu per side
     try:
-        for side in sides:
-            side()  # warm-up: connections, first requests
-        for _ in range(blocks):
-            for side, total in zip(sides, totals, strict=True):
-                gc.collect()
-                wall, cpu = time.perf_counter(), time.process_time()
-                side()
-                total[0] += time.perf_counter() - wall
-                total[1] += time.process_time() - cpu
+        sides = [
+            lambda: window.run(n),
+            lambda: loop.run_until_complete(_aio_block(aio, aio_client, n)),
+        ]
+        ours, other = _alternating(sides, blocks, n)
     finally:
         window.close()
         loop.run_until_complete(aio_client.close())
         loop.close()
-    done = blocks * n
-    (wall, cpu), (aio_wall, aio_cpu) = totals
-    return (done / wall, cpu / done * 1e6), (done / aio_wall, aio_cpu / done * 1e6)
+    return ours, other
+
+
+def aio_vs_reference(url: str, blocks: int, n: int) -> tuple[Measured, Measured]:
+    """((req/s, CPU us/request) of ``tritonhttp.aio`` x16, the same of
+    ``tritonclient.http.aio`` x16), over ``blocks`` alternating blocks of ``n`` requests
+    each, both clients open on one event loop."""
+    loop = asyncio.new_event_loop()
+    ours = loop.run_until_complete(_open(aio, url))
+    other = loop.run_until_complete(_open(ref_aio, url))
+    try:
+        sides = [
+            lambda: loop.run_until_complete(_aio_block(aio, ours, n)),
+            lambda: loop.run_until_complete(_aio_block(ref_aio, other, n)),
+        ]
+        mine, theirs = _alternating(sides, blocks, n)
+    finally:
+        loop.run_until_complete(ours.close())
+        loop.run_until_complete(other.close())
+        loop.close()
+    return mine, theirs
+
+
+async def _open(m: Any, url: str) -> Any:
+    """An asyncio client of module ``m``, created inside the running loop (aiohttp's
+    session binds to it)."""
+    return m.InferenceServerClient(url)
 
 
 def strings_cpu(m: Any, url: str, data: np.ndarray[Any, Any], rounds: int) -> float:
@@ -339,7 +356,8 @@ def spread(values: list[float]) -> str:
 
 def distributions(url: str, runs: int, quick: bool, words: np.ndarray[Any, Any]) -> None:
     """The CPU figures as distributions over ``runs`` alternating runs (see the docstring)."""
-    n_seq, n_aio = (300, 480) if quick else (2000, 3008)
+    n_seq = 300 if quick else 2000
+    aio_blocks = (2, 240) if quick else (8, 384)
     rounds_ours, rounds_ref = (20, 2) if quick else (200, 8)
     window_blocks = (2, 160) if quick else (8, 400)
     figures: dict[str, list[tuple[float, float]]] = {}
@@ -355,8 +373,7 @@ def distributions(url: str, runs: int, quick: bool, words: np.ndarray[Any, Any])
         )
         ours_async = async16(tritonhttp, url, rounds_ours)
         ref_async = async16(ref_http, url, rounds_ref)
-        ours_aio, ours_aio_cpu = aio_x16(aio, url, n_aio)
-        ref_aio_rate, ref_aio_cpu = aio_x16(ref_aio, url, n_aio)
+        (ours_aio, ours_aio_cpu), (ref_aio_rate, ref_aio_cpu) = aio_vs_reference(url, *aio_blocks)
         (window, window_cpu), (aio_rate, aio_cpu) = window_vs_aio(url, *window_blocks)
         record("async_infer x16 req/s", ours_async, ref_async)
         record("async_infer x16 rounds vs tritonhttp.aio x16 req/s", ours_async, ours_aio)
