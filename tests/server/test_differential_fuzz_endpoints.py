@@ -317,7 +317,16 @@ def play(p: Pair, steps: list[Step], touched: set[str], reload: set[str]) -> Non
         problems = []
     assert not problems, "\n".join(problems)
     for url in (p.real.url, p.ours.url):
-        assert at_start(snapshot(url, STARTUP)) == at_start(p.baseline), url
+        state = at_start(snapshot(url, STARTUP))
+        if HUNT and state != at_start(p.baseline):
+            later = at_start(snapshot(url, STARTUP))  # (after another snapshot's time)
+            with open(HUNT, "a") as f:
+                f.write("\n".join([*map(repr, steps), f"-- not back at the start: {url}",
+                                   repr(state), f"-- then: {later == at_start(p.baseline)}",
+                                   ]) + "\n=====\n")  # fmt: skip
+            restore(url, touched | set(STARTUP), set(STARTUP))
+            state = at_start(snapshot(url, STARTUP))
+        assert state == at_start(p.baseline), url
 
 
 def at_start(state: dict[str, Any]) -> dict[str, Any]:
