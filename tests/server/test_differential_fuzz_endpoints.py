@@ -981,6 +981,8 @@ def _seq_request(value: int, start: bool = False, end: bool = False) -> str:
 
 _ONE = '{"inputs":[{"name":"IN","shape":[1],"datatype":"INT32","data":[1]}]}'
 _BATCHED = {"backend": "python", **_IO, "max_batch_size": 4}
+#: a configuration whose version policy names no version of any test model's folder
+_NO_VERSION = {"backend": "python", **_IO, "version_policy": {"specific": {"versions": [7, 9]}}}
 
 
 def _load(model: str, config: dict[str, Any] | None = None) -> Step:
@@ -1008,15 +1010,24 @@ CONTROL_CASES: dict[str, list[Step]] = {
         _load("multi_ver"),
         _get("/v2/models/multi_ver"),
     ],
-    # a version policy that names no version of the folder: the load fails, and the
-    # server stays ready while the model's loaded version serves
+    # a version policy that names no version of the folder: the load fails; the server
+    # stays ready while the model's loaded version serves, and after it was unloaded too;
+    # only a model never loaded makes it not ready (until that model loads)
     "policy-without-versions": [
-        _load(
-            "param_echo",
-            {"backend": "python", **_IO, "version_policy": {"specific": {"versions": [2, 9]}}},
-        ),
+        _load("param_echo", _NO_VERSION),
         _get("/v2/health/ready"),
         _get("/v2/models/param_echo"),
+        _post("/v2/repository/models/param_echo/unload", ""),
+        _load("param_echo", _NO_VERSION),
+        _get("/v2/health/ready"),
+        _post("/v2/repository/models/param_echo/unload", ""),
+        _get("/v2/health/ready"),
+        _load("latest2", _NO_VERSION),
+        _get("/v2/health/ready"),
+        _post("/v2/repository/models/latest2/unload", ""),
+        _get("/v2/health/ready"),
+        _load("latest2"),
+        _get("/v2/health/ready"),
     ],
     # a failed reload leaves the configuration that serves: the same override tried again
     # (here with a count) loads again, and fails again. Only the instance groups change,

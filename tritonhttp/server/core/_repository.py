@@ -347,8 +347,9 @@ class Repository:
                 await self._ensemble_steps(name, cfg)
             entry.attempted = True
             if not versions:
-                # the server stays ready while a version of the model still serves
-                entry.failed = not entry.ready_versions()
+                # the server stays ready when the model has versions, serving or unloaded
+                # (a model failed before stays failed): only one never loaded makes it not ready
+                entry.failed = entry.failed or not entry.versions
                 raise CoreError(
                     f"load failed for model '{name}': at least one version must be available "
                     f"under the version policy of model '{name}'\n"
