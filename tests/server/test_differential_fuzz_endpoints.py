@@ -312,21 +312,25 @@ def play(p: Pair, steps: list[Step], touched: set[str], reload: set[str]) -> Non
         for url in (p.real.url, p.ours.url):
             restore(url, touched, reload)
     if HUNT and problems:
-        with open(HUNT, "a") as f:
-            f.write("\n".join([*map(repr, steps), "--", *problems]) + "\n=====\n")
+        _hunted(steps, ["--", *problems])
         problems = []
     assert not problems, "\n".join(problems)
     for url in (p.real.url, p.ours.url):
         state = at_start(snapshot(url, STARTUP))
         if HUNT and state != at_start(p.baseline):
             later = at_start(snapshot(url, STARTUP))  # (after another snapshot's time)
-            with open(HUNT, "a") as f:
-                f.write("\n".join([*map(repr, steps), f"-- not back at the start: {url}",
-                                   repr(state), f"-- then: {later == at_start(p.baseline)}",
-                                   ]) + "\n=====\n")  # fmt: skip
+            back = later == at_start(p.baseline)
+            _hunted(steps, [f"-- not back at the start: {url}", repr(state), f"-- then: {back}"])
             restore(url, touched | set(STARTUP), set(STARTUP))
             state = at_start(snapshot(url, STARTUP))
         assert state == at_start(p.baseline), url
+
+
+def _hunted(steps: list[Step], lines: list[str]) -> None:
+    """Append ``steps`` and what they led to (``lines``) to the hunt file."""
+    assert HUNT
+    with open(HUNT, "a") as f:
+        f.write("\n".join([*map(repr, steps), *lines]) + "\n=====\n")
 
 
 def at_start(state: dict[str, Any]) -> dict[str, Any]:
@@ -990,6 +994,10 @@ def _load(model: str, config: dict[str, Any] | None = None) -> Step:
     return _post(f"/v2/repository/models/{model}/load", json.dumps(body))
 
 
+def _unload(model: str) -> Step:
+    return _post(f"/v2/repository/models/{model}/unload", "")
+
+
 #: the same, for loads that change what is loaded (each model is loaded afresh after)
 CONTROL_CASES: dict[str, list[Step]] = {
     # a failed reload leaves the loaded version serving, and the server ready
@@ -1017,14 +1025,14 @@ CONTROL_CASES: dict[str, list[Step]] = {
         _load("param_echo", _NO_VERSION),
         _get("/v2/health/ready"),
         _get("/v2/models/param_echo"),
-        _post("/v2/repository/models/param_echo/unload", ""),
+        _unload("param_echo"),
         _load("param_echo", _NO_VERSION),
         _get("/v2/health/ready"),
-        _post("/v2/repository/models/param_echo/unload", ""),
+        _unload("param_echo"),
         _get("/v2/health/ready"),
         _load("latest2", _NO_VERSION),
         _get("/v2/health/ready"),
-        _post("/v2/repository/models/latest2/unload", ""),
+        _unload("latest2"),
         _get("/v2/health/ready"),
         _load("latest2"),
         _get("/v2/health/ready"),
