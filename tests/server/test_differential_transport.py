@@ -50,6 +50,28 @@ CASES = {
     "lowercase-ihcl": b"POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
     b"inference-header-content-length: %d\r\nContent-Length: %d\r\n\r\n%s"
     % (len(BODY), len(BODY), BODY),
+    # found by test_differential_fuzz_wire: Triton answers any Expect with 100 Continue
+    # as soon as the head is read (the body sent along or not, whatever the method, in
+    # HTTP/1.0 too), then the response
+    "expect-continue-body-sent": b"POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: x\r\n"
+    b"Expect: 100-continue\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+    % (len(BODY), BODY),
+    "expect-continue-get": b"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n"
+    b"Expect: 100-continue\r\nConnection: close\r\n\r\n",
+    "expect-continue-http10": b"POST /v2/models/add_sub/infer HTTP/1.0\r\n"
+    b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n%s" % (len(BODY), BODY),
+    # Content-Length given twice with one number (as some proxies forward it): read once
+    "content-length-twice": b"POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: x\r\n"
+    b"Content-Length: %d\r\nConnection: close\r\ncontent-length:  0%d\r\n\r\n%s"
+    % (len(BODY), len(BODY), BODY),
+    "content-length-twice-pipelined": b"POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: x\r\n"
+    b"Content-Length: %d\r\n\r\n%sGET /v2 HTTP/1.1\r\nContent-Length: 0\r\n"
+    b"Content-Length: 0\r\nConnection: close\r\n\r\n" % (len(BODY), BODY),
+    # bytes after a request that closes the connection: it is answered, the rest dropped
+    "pipelined-after-close": b"GET /v2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    b"POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+    % (len(BODY), BODY),
+    "pipelined-after-http10": b"GET /v2/health/ready HTTP/1.0\r\n\r\nGET /v2 HTTP/1.1\r\n\r\n",
 }
 
 

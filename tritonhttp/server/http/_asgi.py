@@ -37,7 +37,7 @@ from ._extensions import (
     Answer,
     DirectLink,
 )
-from ._wire import ANSWERS, CONTINUE, RESPOND_HEADS, ResponseFraming, server_error
+from ._wire import ANSWERS, RESPOND_HEADS, ResponseFraming, continue_line, server_error
 
 if TYPE_CHECKING:
     from ._connection import Connection
@@ -142,8 +142,9 @@ class Exchange(ResponseFraming):
         self.http10 = version == "1.0"
         self.keep_alive = parser.should_keep_alive()
         self.head_only = method == "HEAD"
-        for name, value in headers:
-            if name == b"expect" and value.lower() == b"100-continue":
+        for name, _ in headers:
+            if name == b"expect":
+                # (Triton answers any Expect with 100 Continue once the head is read)
                 self.expect_continue = True
         scope: dict[str, Any] = {
             "type": "http",
@@ -208,9 +209,6 @@ class Exchange(ResponseFraming):
                 return {"type": "http.request", "body": body, "more_body": more}
             if self.finished or self.conn.lost:
                 return _DISCONNECT
-            if self.expect_continue:
-                self.expect_continue = False
-                self.conn.write(CONTINUE)
             loop = asyncio.get_running_loop()
             self.waiter = waiter = loop.create_future()
             try:
@@ -350,7 +348,13 @@ class Exchange(ResponseFraming):
 
     def run(self, server: HttpServer) -> None:
         """Answer the request: from ``immediate_answer`` when it can (the whole body has
-        arrived and is empty), else by running the application, eagerly."""
+        arrived and is empty), else by running the application, eagerly. A request
+        with an ``Expect`` header gets ``100 Continue`` first, whatever it asks and
+        whether or not its body has come, as from Triton."""
+        if self.expect_continue:
+            self.expect_continue = False
+            if not self.conn.lost:
+                self.conn.write(continue_line(self.http10))
         if server.immediate is not None and self.complete and not self.buffered:
             try:
                 answer = server.immediate(self.scope)

@@ -34,7 +34,7 @@ import httptools
 
 from ._asgi import BUFFER_HIGH_WATER, Exchange
 from ._extensions import ON_DISCONNECT, DirectLink
-from ._wire import BAD_REQUEST, HEAD_TOO_LARGE, direct_heads
+from ._wire import BAD_REQUEST, HEAD_TOO_LARGE, direct_heads, one_content_length
 
 if TYPE_CHECKING:
     from ._httpserver import HttpServer
@@ -73,6 +73,12 @@ class Connection(asyncio.Protocol):
         self._raw_names: list[bytes] | None = None
         self._head_bytes = 0
         self._refused = False
+        #: a request that closes the connection has been read: nothing after it is parsed
+        self._closing = False
+        #: the data since the start of the request being read, while in its head (None
+        #: when that start is not known), and how many requests began in it
+        self._since: list[bytes] | None = None
+        self._begun = 0
         self._advancing = False
         self._fd = -1
         self._client: tuple[str, int] | None = None
@@ -106,8 +112,17 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         """Parse what arrived (the callbacks below), then run what is complete."""
-        if self._refused:
+        if self._refused or self._closing:
             return  # (closing: what the client still sends is dropped)
+        parsing = self._parsing
+        if parsing is None:  # a request begins in ``data`` (kept until its head is read)
+            self._since = [data]
+            self._begun = 0
+        elif not parsing.scope:
+            if self._since is not None:
+                self._since.append(data)
+        else:
+            self._since = None
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -118,8 +133,8 @@ class Connection(asyncio.Protocol):
             if not self.queue:
                 self.transport.close()
                 return
-        except httptools.HttpParserError:
-            self._refuse(BAD_REQUEST)
+        except httptools.HttpParserError as e:
+            self._parse_error(e)
             return
         parsing = self._parsing
         if parsing is not None and not parsing.scope:
@@ -149,6 +164,24 @@ class Connection(asyncio.Protocol):
             current.wake()
         self.queue.clear()
         self._wake_drain()
+
+    def _parse_error(self, error: httptools.HttpParserError) -> None:
+        """The parser refused what arrived: bytes after a request that closes the
+        connection are dropped (that request is answered, then the connection closes);
+        a head with ``Content-Length`` given more than once, all the same number, is
+        parsed again with one (both as Triton does); anything else gets a 400."""
+        if self._closing:
+            self.advance()
+            return
+        since = self._since
+        if str(error) == "Duplicate Content-Length" and since is not None:
+            fixed = one_content_length(b"".join(since), self._begun - 1)
+            if fixed is not None:
+                self.parser = httptools.HttpRequestParser(self)
+                self._parsing = None
+                self.data_received(fixed)
+                return
+        self._refuse(BAD_REQUEST)
 
     def _refuse(self, answer: bytes) -> None:
         """A request that cannot be served: answer (unless a response is under way) and
@@ -231,6 +264,7 @@ class Connection(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         """A request begins."""
+        self._begun += 1
         self._parsing = Exchange(self)
         self._url = []
         self._headers = []
@@ -273,6 +307,7 @@ class Connection(asyncio.Protocol):
         ex = self._parsing
         self._parsing = None
         if ex is not None:
+            self._closing = not ex.keep_alive
             ex.end_of_body()
 
     # ---------------------------------------------------------------- running requests

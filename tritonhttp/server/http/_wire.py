@@ -24,17 +24,16 @@ from ._extensions import Answer
 __all__ = [
     "ANSWERS",
     "BAD_REQUEST",
-    "CONTINUE",
     "HEAD_TOO_LARGE",
     "RESPOND_HEADS",
     "ResponseFraming",
+    "continue_line",
     "direct_heads",
+    "one_content_length",
     "server_error",
     "status_line",
 ]
 
-#: the interim answer to ``Expect: 100-continue``
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 #: the answer to a request the parser rejects (the connection closes after it)
 BAD_REQUEST = (
     b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
@@ -80,6 +79,12 @@ def status_line(http10: bool, status: int) -> bytes:
 def _title(name: bytes) -> bytes:
     """``content-type`` -> ``Content-Type``, as Triton writes its header names."""
     return name.title()
+
+
+def continue_line(http10: bool) -> bytes:
+    """The interim ``100 Continue`` answer to a request with an ``Expect`` header (in
+    the request's HTTP version, as Triton writes it)."""
+    return status_line(http10, 100) + b"\r\n"
 
 
 def server_error(http10: bool) -> bytes:
@@ -219,3 +224,48 @@ def direct_heads() -> tuple[bytes, bytes]:
         head = (framing.head or b"").replace(b"%", b"%%")
         made.append(head.replace(b"8888888", b"%d").replace(b"7777777", b"%d"))
     return made[0], made[1]
+
+
+def _length_lines(head: bytes) -> tuple[list[bytes], int | None]:
+    """The lines of a request head (``head`` without its blank line) with one
+    ``Content-Length``, and its value (None where there is none); ``ValueError`` where
+    the values differ or are not numbers, or the body is chunked."""
+    kept: list[bytes] = []
+    length: int | None = None
+    for line in head.split(b"\r\n"):
+        name, colon, value = line.partition(b":")
+        name = name.strip().lower()
+        if colon and name == b"transfer-encoding":
+            raise ValueError("chunked")
+        if colon and name == b"content-length":
+            value = value.strip()
+            if not value.isdigit():
+                raise ValueError("not a number")
+            if length is not None:
+                if int(value) != length:
+                    raise ValueError("different lengths")
+                continue
+            length = int(value)
+        kept.append(line)
+    return kept, length
+
+
+def one_content_length(data: bytes, skip: int) -> bytes | None:
+    """``data`` (from the start of a request), past its first ``skip`` requests, with
+    the ``Content-Length`` header of the next one given once where it was given more
+    than once with one number (Triton reads such a request; httptools refuses it).
+    None where that cannot be done: a head not all there, a chunked body before it, or
+    different numbers."""
+    try:
+        while True:
+            data = data.lstrip(b"\r\n")
+            end = data.find(b"\r\n\r\n")
+            if end < 0:
+                return None
+            kept, length = _length_lines(data[:end])
+            if skip <= 0:
+                return b"\r\n".join(kept) + data[end:]
+            data = data[end + 4 + (length or 0) :]
+            skip -= 1
+    except ValueError:
+        return None
