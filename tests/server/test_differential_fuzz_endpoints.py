@@ -50,6 +50,7 @@ import compileall
 import http.client
 import json
 import os
+import re
 import socket
 import tempfile
 import time
@@ -199,6 +200,19 @@ def call(url: str, method: str, path: str, body: Any = None) -> Reply:
 INVALID_REQUEST = b"Invalid HTTP request received."
 
 
+#: the private folder a load with ``file:`` overrides runs from, in a model's error
+#: texts: each server names its own (real Triton's ``folder`` and six characters)
+_OVERRIDE_DIR = re.compile(r"/(?:folder\w{6}|tritonhttp-\d+-\w{8})/")
+
+
+def _own_dirs(text: bytes) -> bytes:
+    return _OVERRIDE_DIR.sub("/<override>/", text.decode("latin-1")).encode("latin-1")
+
+
+def _same_state(a: Any, b: Any) -> bool:
+    return _own_dirs(repr(a).encode()) == _own_dirs(repr(b).encode())
+
+
 def difference(step: Step, ours: Reply, real: Reply) -> str | None:
     """Why two answers to ``step`` differ (None: they do not)."""
 
@@ -222,7 +236,7 @@ def difference(step: Step, ours: Reply, real: Reply) -> str | None:
         if path.endswith(b"/stats"):
             o, r = _mask(o), _mask(r)
         return None if o == r else show()
-    if ours.body != real.body:
+    if _own_dirs(ours.body) != _own_dirs(real.body):
         return show()
     for h in ("inference-header-content-length", "transfer-encoding", "accept-encoding"):
         if ours.headers.get(h) != real.headers.get(h):
@@ -306,7 +320,7 @@ def play(p: Pair, steps: list[Step], touched: set[str], reload: set[str]) -> Non
         models = sorted(touched | set(STARTUP))
         real_state, our_state = snapshot(p.real.url, models), snapshot(p.ours.url, models)
         for key in real_state:
-            if our_state[key] != real_state[key]:
+            if not _same_state(our_state[key], real_state[key]):
                 problems.append(f"state {key}:\n  ours {our_state[key]}\n  real {real_state[key]}")
     finally:
         for url in (p.real.url, p.ours.url):
@@ -998,6 +1012,25 @@ def _unload(model: str) -> Step:
     return _post(f"/v2/repository/models/{model}/unload", "")
 
 
+def _load_files(model: str, config: dict[str, Any], files: dict[str, str]) -> Step:
+    """A load with a configuration and ``file:`` overrides (path -> text)."""
+    params = {"config": json.dumps(config)}
+    params.update({f"file:{k}": base64.b64encode(v.encode()).decode() for k, v in files.items()})
+    return _post(f"/v2/repository/models/{model}/load", json.dumps({"parameters": params}))
+
+
+#: a model whose every version answers OUT = 2
+_MODEL_OK = (Path(__file__).parents[1] / "repos/special/multi_ver/2/model.py").read_text()
+#: a model that fails to initialize
+_MODEL_RAISES = """class TritonPythonModel:
+    def initialize(self, args):
+        raise RuntimeError("initialize refuses")
+
+    def execute(self, requests):
+        return []
+"""
+
+
 #: the same, for loads that change what is loaded (each model is loaded afresh after)
 CONTROL_CASES: dict[str, list[Step]] = {
     # a failed reload leaves the loaded version serving, and the server ready
@@ -1128,6 +1161,33 @@ CONTROL_CASES: dict[str, list[Step]] = {
             "param_echo", {**_BATCHED, "input": [{**_IN, "dims": [], "reshape": {"shape": [1]}}]}
         ),
         _get("/v2/models/param_echo/config"),
+    ],
+    # a load in which a version fails unloads the versions it loaded that were not
+    # serving before it (here all but the failed one: the model serves nothing), and the
+    # server is not ready; a version that served before the load goes on serving
+    "failed-load-unloads-what-it-loaded": [
+        _load_files(
+            "latest2",
+            {"backend": "python", **_IO, "version_policy": {"all": {}}},
+            {"1/model.py": _MODEL_OK, "2/model.py": _MODEL_OK, "3/model.py": _MODEL_RAISES},
+        ),
+        _get("/v2/models/latest2/versions/1/ready"),
+        _post("/v2/models/latest2/versions/1/infer", _ONE),
+        _get("/v2/health/ready"),
+        _load_files(
+            "latest2",
+            {"backend": "python", **_IO, "version_policy": {"specific": {"versions": [1]}}},
+            {"1/model.py": _MODEL_OK, "2/model.py": _MODEL_OK, "3/model.py": _MODEL_RAISES},
+        ),
+        _get("/v2/health/ready"),
+        _load_files(
+            "latest2",
+            {"backend": "python", **_IO, "version_policy": {"all": {}}},
+            {"1/model.py": _MODEL_OK, "2/model.py": _MODEL_OK, "3/model.py": _MODEL_RAISES},
+        ),
+        _get("/v2/models/latest2/versions/1/ready"),
+        _get("/v2/models/latest2/versions/2/ready"),
+        _get("/v2/health/ready"),
     ],
     # a failed reload retires no version: those its policy leaves out keep serving too
     "failed-reload-keeps-versions-left-out": [

@@ -33,8 +33,9 @@ FAILS = """class TritonPythonModel:
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_launch.BundledServer]:
+    """A server of its own per test: a version that failed stays failed for good."""
     repo = tmp_path_factory.mktemp("repo")
     (repo / "m" / "1").mkdir(parents=True)
     (repo / "m" / "2").mkdir()
@@ -92,6 +93,12 @@ def test_failed_reload_keeps_the_version_its_policy_leaves_out(
     states = {e["version"]: e["state"] for e in index if e["name"] == "m"}
     assert states == {"1": "UNAVAILABLE", "2": "READY"}
     # version 1 failed with nothing of its own serving: not ready (strict readiness)
+    assert call(server, "GET", "/v2/health/ready")[0] == 400
+    # nor after loads that leave version 1 alone, or an unload (as real Triton 2.51)
+    assert call(server, "POST", "/v2/repository/models/m/load")[0] == 200
+    assert serves_version_2(server)
+    assert call(server, "GET", "/v2/health/ready")[0] == 400
+    assert call(server, "POST", "/v2/repository/models/m/unload")[0] == 200
     assert call(server, "GET", "/v2/health/ready")[0] == 400
 
 

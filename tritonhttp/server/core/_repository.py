@@ -50,7 +50,12 @@ class ModelEntry:
 
     name: str
     versions: dict[int, ModelVersion] = field(default_factory=dict)
+    #: a version failed to load and nothing serves in its place, or the model never
+    #: loaded: the server is not ready (strict readiness)
     failed: bool = False
+    #: the last load left a version of its own failed: a load of the folder's unchanged
+    #: files then loads again (else it keeps what serves)
+    last_failed: bool = False
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     temp_dir: Path | None = None
     signature: tuple[Any, ...] = ()
@@ -253,7 +258,7 @@ class Repository:
             if isinstance(res, BaseException):
                 failed.append(name)
                 entry = self.models.setdefault(name, ModelEntry(name))
-                entry.failed = True
+                entry.failed = entry.last_failed = True
                 _log_failure(name, res)
         return failed
 
@@ -291,7 +296,7 @@ class Repository:
                 if (
                     override is None
                     and entry is not None
-                    and not entry.failed
+                    and not entry.last_failed
                     and any(v.ready for v in entry.versions.values())
                     and entry.model_dir == model_dir
                     and entry.signature == _dir_signature(model_dir)
@@ -350,6 +355,7 @@ class Repository:
                 # the server stays ready when the model has versions, serving or unloaded
                 # (a model failed before stays failed): only one never loaded makes it not ready
                 entry.failed = entry.failed or not entry.versions
+                entry.last_failed = entry.last_failed or not entry.versions
                 raise CoreError(
                     f"load failed for model '{name}': at least one version must be available "
                     f"under the version policy of model '{name}'\n"
@@ -378,6 +384,8 @@ class Repository:
                 if v not in new_versions and (failures or not mv.ready):
                     new_versions[v] = mv  # (a failed load retires no version it leaves out)
             retired = [mv for v, mv in old.items() if new_versions.get(v) is not mv and mv.ready]
+            if failures:  # (as Triton: a failed load unloads the versions it brought up)
+                retired += [mv for v, mv in new_versions.items() if _brought_up(mv, old.get(v))]
             entry.versions = dict(sorted(new_versions.items()))
             for mv in retired:
                 if mv.version not in entry.versions:
@@ -390,8 +398,10 @@ class Repository:
                 entry.temp_dir = temp_dir
             entry.signature = signature
             entry.model_dir = model_dir
-            # (the server stays ready when a failed reload left the old version serving)
-            entry.failed = any(entry.versions.get(mv.version) is mv for mv in failures)
+            # (the server stays ready when a failed reload left the old version serving; a
+            # version that failed before and that this load left alone stays failed)
+            entry.last_failed = any(entry.versions.get(mv.version) is mv for mv in failures)
+            entry.failed = any(_failed(mv) for mv in entry.versions.values())
             if failures:
                 raise _load_failed(name, failures, "UNAVAILABLE")
 
@@ -684,6 +694,17 @@ class Repository:
 
 class _LoggedError(CoreError):
     """A load failure whose reasons the load already logged, version by version."""
+
+
+def _failed(mv: ModelVersion) -> bool:
+    """Whether ``mv`` is a version whose load failed (not one unloaded or unloading)."""
+    return mv.state == "UNAVAILABLE" and mv.reason != "unloaded"
+
+
+def _brought_up(mv: ModelVersion, before: ModelVersion | None) -> bool:
+    """Whether a load made ``mv`` serve where nothing of its version served before (a
+    version kept serving, or reloaded over one that served, was up already)."""
+    return mv.ready and mv is not before and (before is None or not before.ready)
 
 
 def _load_failed(name: str, versions: list[ModelVersion], state: str) -> _LoggedError:
