@@ -43,6 +43,9 @@ __all__ = ["ModelEntry", "Repository"]
 
 log = logging.getLogger("tritonhttp.server")
 
+#: the reason of a version that was unloaded (a failed one keeps its own)
+_UNLOADED = "unloaded"
+
 
 @dataclass
 class ModelEntry:
@@ -626,7 +629,7 @@ class Repository:
             await inst.finalize()
         mv.instances = []
         mv.state = "UNAVAILABLE"
-        mv.reason = "unloaded"
+        mv.reason = _UNLOADED
         log.info("successfully unloaded '%s' version %d", mv.name, mv.version)
         entry = self.models.get(mv.name)
         if entry is not None and entry.versions.get(mv.version) is not mv:
@@ -698,7 +701,7 @@ class _LoggedError(CoreError):
 
 def _failed(mv: ModelVersion) -> bool:
     """Whether ``mv`` is a version whose load failed (not one unloaded or unloading)."""
-    return mv.state == "UNAVAILABLE" and mv.reason != "unloaded"
+    return mv.state == "UNAVAILABLE" and mv.reason != _UNLOADED
 
 
 def _brought_up(mv: ModelVersion, before: ModelVersion | None) -> bool:
