@@ -396,6 +396,55 @@ def test_fifo_starts_the_next_request_inside_the_instances_on_free() -> None:
     assert len(idle) == 1 and pending == 0
 
 
+def test_batcher_starts_the_next_payload_inside_the_instances_on_free() -> None:
+    """The dynamic batcher, too, hands a freed instance its next payload inside the
+    instance's ``on_free`` (a worker process at its ``done``), before the finished
+    execute returns, for a lone request on an idle instance and for a payload alike;
+    the payload formed while the instance was busy goes as it was formed."""
+
+    class EarlyFree(ScriptedInstance):
+        def __init__(self, name: str) -> None:
+            super().__init__(name)
+            self.seen_at_free: list[list[list[str]]] = []
+
+        async def execute(
+            self, requests: list[InferRequest], times: ExecutionTimes
+        ) -> list[InferResponse]:
+            out = await super().execute(requests, times)
+            if requests[0].id in ("a", "b"):
+                assert times.on_free is not None
+                times.on_free()
+                self.seen_at_free.append([list(b) for b in self.batches])
+                times.on_free()  # (twice: still one release)
+                await asyncio.sleep(0)
+            return out
+
+    async def main() -> tuple[Any, ...]:
+        mv, _ = make_model("max_batch_size: 8 dynamic_batching { }")
+        inst = EarlyFree("m_0")
+        scheduler: Any = mv.scheduler  # (its one instance swapped for ours)
+        scheduler.instances = [inst]
+        scheduler._idle.clear()
+        scheduler._idle.append(inst)
+        d = Driver(mv)
+        hold = await _hold_first(inst, d)  # type: ignore[arg-type]
+        for rid in "bcd":
+            await d.send(request(rid))
+        inst.hold = None
+        hold.set()
+        results = await d.results()
+        await d.send(request("e"))
+        await d.results()
+        return inst.seen_at_free, inst.batches, results, list(scheduler._idle), mv.pending
+
+    seen, batches, results, idle, pending = run(main)
+    # b, c and d were executing when a's on_free returned; nothing was queued at b's
+    assert seen == [[["a"], ["b", "c", "d"]], [["a"], ["b", "c", "d"]]]
+    assert batches == [["a"], ["b", "c", "d"], ["e"]]
+    assert all(r.outputs for r in results.values())
+    assert len(idle) == 1 and pending == 0
+
+
 # ----------------------------------------------------------------------------- sequences
 
 SEQ = """

@@ -13,10 +13,11 @@
   queued until an instance is free (so ``max_queue_size`` counts them).
 
 Both keep the fast path cheap: a lone request meeting an idle instance executes at
-once, without futures or tasks; a FIFO request that had to queue is started on the freed
-instance by the hand-over itself (the backend has it before the loop runs anything
-else) and goes on in a task that answers its future. Both give a freed instance its
-next work before the finished requests' answers are encoded and sent. Requests whose
+once, without futures or tasks; a FIFO request that had to queue, or a payload, is
+started on the freed instance by the hand-over itself (the backend has it before the
+loop runs anything else) and goes on in a task that answers its futures. Both give a
+freed instance its next work before the finished requests' answers are encoded and
+sent: a worker process says it is free from the callback that reads its answer. Requests whose
 client went away are taken out of the queue (reason ``CANCELED``); requests past a
 ``REJECT`` deadline are answered ``Request timeout expired`` (reason ``REJECTED``).
 """
@@ -106,6 +107,8 @@ class Scheduler:
         self._waiting: dict[int, Pending] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        #: a hand-over is starting an execution (one that ends at once hands on in a task)
+        self._starting = False
         #: busy instances an instance update left out, each with the future that ends
         #: once it is free
         self._leaving: dict[int, asyncio.Future[None]] = {}
@@ -190,6 +193,23 @@ class Scheduler:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _start_now(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run the execution ``coro`` up to its first wait now, in this call: the backend
+        gets its requests before anything else runs on the loop (a worker process would
+        sit idle until then), ahead of the finished requests' answers; a task goes on
+        with it."""
+        if self._starting:  # (an execution that ended at once hands over: no recursion)
+            self._spawn(coro)
+            return
+        self._starting = True
+        try:
+            yielded = coro.send(None)
+        except StopIteration:
+            return
+        finally:
+            self._starting = False
+        self._spawn(resume(coro, yielded))
+
     def _refuse(self, item: Pending, reason: str, error: CoreError) -> None:
         self._waiting.pop(id(item.request), None)
         self._stats.record_failure(reason, _now() - item.request.start_ns)
@@ -214,8 +234,6 @@ class FifoScheduler(Scheduler):
     ) -> None:
         super().__init__(instances, execute, stats)
         self._queue: collections.deque[Pending] = collections.deque()
-        #: a hand-over is starting an execution (one that ends at once hands on in a task)
-        self._starting = False
         #: executions each busy instance has (by ``id``); an instance that ``takes_ahead``
         #: and has one may be sent a second, which it starts when the first ends
         self._load: dict[int, int] = {}
@@ -280,21 +298,8 @@ class FifoScheduler(Scheduler):
             item.future.set_result(response)
 
     def _start(self, inst: ModelInstance, item: Pending) -> None:
-        """Start ``item`` on ``inst`` now, in this call: the backend gets the request
-        before anything else runs on the loop (a worker process would sit idle until
-        then), ahead of the finished request's answer; a task goes on with it."""
-        coro = self._run_item(inst, item)
-        if self._starting:  # (an execution that ended at once hands over: no recursion)
-            self._spawn(coro)
-            return
-        self._starting = True
-        try:
-            yielded = coro.send(None)
-        except StopIteration:
-            return
-        finally:
-            self._starting = False
-        self._spawn(resume(coro, yielded))
+        """Start ``item`` on ``inst`` now (:meth:`_start_now`)."""
+        self._start_now(self._run_item(inst, item))
 
     def _dequeue(self, item: Pending) -> bool:
         try:
@@ -476,11 +481,12 @@ class DynamicBatcher(Scheduler):
         ):
             # the batch Triton would form is this request alone, on an idle instance
             inst = self._idle.popleft()
+            free = self._freer(inst)
+            early = free if self._on_done is None else None
             try:
-                response = (await self._execute(inst, [req], ()))[0]
+                response = (await self._execute(inst, [req], (), early))[0]
             finally:
-                self._back_to_idle(inst)
-                self._pump()
+                free()
             return reschedule_refused() if response.rescheduled else response
         fut: asyncio.Future[InferResponse] = asyncio.get_running_loop().create_future()
         item = Pending(req, fut, _now())
@@ -673,21 +679,20 @@ class DynamicBatcher(Scheduler):
             for item in payload.items:
                 waiting.pop(id(item.request), None)
             inst = self._idle.popleft()
-            self._spawn(self._run(inst, payload))
+            self._start_now(self._run(inst, payload))
 
     async def _run(self, inst: ModelInstance, payload: _Payload) -> None:
         items = [p for p in payload.items if not p.future.done()]
-        freed = False
+        free = self._freer(inst)
         try:
             if items:
-                responses = await self._execute(inst, [p.request for p in items], ())
                 on_done = self._on_done
-                if on_done is None:
-                    # the instance takes its next payload before these answers go out
-                    # (a worker process would sit idle while they are encoded and sent)
-                    freed = True
-                    self._back_to_idle(inst)
-                    self._pump()
+                requests = [p.request for p in items]
+                if on_done is not None:
+                    responses = await self._execute(inst, requests, ())
+                else:
+                    responses = await self._execute(inst, requests, (), free)
+                    free()
                 for item, response in zip(items, responses, strict=False):
                     if on_done is not None:
                         on_done(item, response)  # (it may queue the request again first)
@@ -700,9 +705,7 @@ class DynamicBatcher(Scheduler):
             if not isinstance(e, Exception):
                 raise
         finally:
-            if not freed:
-                self._back_to_idle(inst)
-                self._pump()
+            free()
 
     @property
     def is_idle(self) -> bool:
@@ -712,6 +715,31 @@ class DynamicBatcher(Scheduler):
     def _back_to_idle(self, inst: ModelInstance) -> None:
         if not (self._leaving and self._let_go(inst)):
             self._idle.append(inst)
+
+    def _freer(self, inst: ModelInstance) -> Callable[[], None]:
+        """What frees ``inst`` after an execution, once however often it is called: the
+        execution's ``on_free`` and the end of its task. The instance takes its next
+        payload before the finished answers go out (a worker process would sit idle
+        while they are encoded and sent); a worker process says it is free from its
+        answer's callback, before its execute returns. An execute that ended at once,
+        inside its own hand-over, frees the instance on the loop's next turn: the
+        batcher finishes forming the next payload first."""
+        freed = False
+
+        def free() -> None:
+            nonlocal freed
+            if not freed:
+                freed = True
+                if self._starting:
+                    asyncio.get_running_loop().call_soon(self._free, inst)
+                else:
+                    self._free(inst)
+
+        return free
+
+    def _free(self, inst: ModelInstance) -> None:
+        self._back_to_idle(inst)
+        self._pump()
 
     def _join(self, inst: ModelInstance) -> None:
         self._idle.append(inst)
