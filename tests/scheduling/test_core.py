@@ -352,37 +352,49 @@ def test_fifo_turns_survive_waiting_tasks_being_cancelled() -> None:
     assert pending == 0 and len(idle) == 1  # the instance came back
 
 
+class EarlyFree(ScriptedInstance):
+    """An instance that says it is free before its execute returns (a worker process at
+    its ``done``) for a batch led by one of ``early``, twice (still one release), and
+    notes the batches executed by then."""
+
+    def __init__(self, name: str, early: str) -> None:
+        super().__init__(name)
+        self.early = early
+        self.seen_at_free: list[list[list[str]]] = []
+
+    async def execute(
+        self, requests: list[InferRequest], times: ExecutionTimes
+    ) -> list[InferResponse]:
+        out = await super().execute(requests, times)
+        if requests[0].id in self.early:
+            assert times.on_free is not None
+            times.on_free()
+            self.seen_at_free.append([list(b) for b in self.batches])
+            times.on_free()
+            await asyncio.sleep(0)
+        return out
+
+
+def _early_free_model(config: str, early: str) -> tuple[ModelVersion, EarlyFree, Any]:
+    """A model version whose one instance is an :class:`EarlyFree`, and its scheduler."""
+    mv, _ = make_model(config)
+    inst = EarlyFree("m_0", early)
+    scheduler: Any = mv.scheduler  # (its one instance swapped for ours)
+    scheduler.instances = [inst]
+    scheduler._idle.clear()
+    scheduler._idle.append(inst)
+    return mv, inst, scheduler
+
+
 def test_fifo_starts_the_next_request_inside_the_instances_on_free() -> None:
     """An instance that says it is free before its execute returns (a worker process at
     its ``done``) has the next queued request started within that call, synchronously;
     a second ``on_free`` (and the return) free nothing more."""
 
-    class EarlyFree(ScriptedInstance):
-        def __init__(self, name: str) -> None:
-            super().__init__(name)
-            self.seen_at_free: list[list[str]] = []
-
-        async def execute(
-            self, requests: list[InferRequest], times: ExecutionTimes
-        ) -> list[InferResponse]:
-            out = await super().execute(requests, times)
-            if requests[0].id == "a":
-                assert times.on_free is not None
-                times.on_free()
-                self.seen_at_free = [list(b) for b in self.batches]
-                times.on_free()  # (twice: still one release)
-                await asyncio.sleep(0)
-            return out
-
     async def main() -> tuple[Any, ...]:
-        mv, _ = make_model("max_batch_size: 0")
-        inst = EarlyFree("m_0")
-        scheduler: Any = mv.scheduler  # (its one instance swapped for ours)
-        scheduler.instances = [inst]
-        scheduler._idle.clear()
-        scheduler._idle.append(inst)
+        mv, inst, scheduler = _early_free_model("max_batch_size: 0", "a")
         d = Driver(mv)
-        hold = await _hold_first(inst, d, batch=None)  # type: ignore[arg-type]
+        hold = await _hold_first(inst, d, batch=None)
         for rid in "bc":
             await d.send(request(rid, batch=None))
         hold.set()
@@ -390,7 +402,7 @@ def test_fifo_starts_the_next_request_inside_the_instances_on_free() -> None:
         return inst.seen_at_free, inst.batches, results, list(scheduler._idle), mv.pending
 
     seen, batches, results, idle, pending = run(main)
-    assert seen == [["a"], ["b"]]  # b was executing when on_free returned
+    assert seen == [[["a"], ["b"]]]  # b was executing when on_free returned
     assert batches == [["a"], ["b"], ["c"]]
     assert all(r.outputs for r in results.values())
     assert len(idle) == 1 and pending == 0
@@ -398,36 +410,14 @@ def test_fifo_starts_the_next_request_inside_the_instances_on_free() -> None:
 
 def test_batcher_starts_the_next_payload_inside_the_instances_on_free() -> None:
     """The dynamic batcher, too, hands a freed instance its next payload inside the
-    instance's ``on_free`` (a worker process at its ``done``), before the finished
-    execute returns, for a lone request on an idle instance and for a payload alike;
-    the payload formed while the instance was busy goes as it was formed."""
-
-    class EarlyFree(ScriptedInstance):
-        def __init__(self, name: str) -> None:
-            super().__init__(name)
-            self.seen_at_free: list[list[list[str]]] = []
-
-        async def execute(
-            self, requests: list[InferRequest], times: ExecutionTimes
-        ) -> list[InferResponse]:
-            out = await super().execute(requests, times)
-            if requests[0].id in ("a", "b"):
-                assert times.on_free is not None
-                times.on_free()
-                self.seen_at_free.append([list(b) for b in self.batches])
-                times.on_free()  # (twice: still one release)
-                await asyncio.sleep(0)
-            return out
+    instance's ``on_free``, before the finished execute returns, for a lone request on
+    an idle instance and for a payload alike; the payload formed while the instance was
+    busy goes as it was formed."""
 
     async def main() -> tuple[Any, ...]:
-        mv, _ = make_model("max_batch_size: 8 dynamic_batching { }")
-        inst = EarlyFree("m_0")
-        scheduler: Any = mv.scheduler  # (its one instance swapped for ours)
-        scheduler.instances = [inst]
-        scheduler._idle.clear()
-        scheduler._idle.append(inst)
+        mv, inst, scheduler = _early_free_model("max_batch_size: 8 dynamic_batching { }", "ab")
         d = Driver(mv)
-        hold = await _hold_first(inst, d)  # type: ignore[arg-type]
+        hold = await _hold_first(inst, d)
         for rid in "bcd":
             await d.send(request(rid))
         inst.hold = None
