@@ -17,9 +17,10 @@ once, without futures or tasks; a FIFO request that had to queue, or a payload, 
 started on the freed instance by the hand-over itself (the backend has it before the
 loop runs anything else) and goes on in a task that answers its futures. Both give a
 freed instance its next work before the finished requests' answers are encoded and
-sent: a worker process says it is free from the callback that reads its answer. Requests whose
-client went away are taken out of the queue (reason ``CANCELED``); requests past a
-``REJECT`` deadline are answered ``Request timeout expired`` (reason ``REJECTED``).
+sent: a worker process says it is free from the callback that reads its answer.
+Requests whose client went away are taken out of the queue (reason ``CANCELED``);
+requests past a ``REJECT`` deadline are answered ``Request timeout expired`` (reason
+``REJECTED``).
 """
 
 from __future__ import annotations
@@ -687,11 +688,9 @@ class DynamicBatcher(Scheduler):
         try:
             if items:
                 on_done = self._on_done
-                requests = [p.request for p in items]
-                if on_done is not None:
-                    responses = await self._execute(inst, requests, ())
-                else:
-                    responses = await self._execute(inst, requests, (), free)
+                early = free if on_done is None else None  # (see _freer)
+                responses = await self._execute(inst, [p.request for p in items], (), early)
+                if on_done is None:
                     free()
                 for item, response in zip(items, responses, strict=False):
                     if on_done is not None:
@@ -723,7 +722,9 @@ class DynamicBatcher(Scheduler):
         while they are encoded and sent); a worker process says it is free from its
         answer's callback, before its execute returns. An execute that ended at once,
         inside its own hand-over, frees the instance on the loop's next turn: the
-        batcher finishes forming the next payload first."""
+        batcher finishes forming the next payload first. Under ``on_done`` (a sequence
+        batcher's lane, which may queue a request again ahead of the others) only the
+        end of the task frees it, once the answers are handled."""
         freed = False
 
         def free() -> None:
