@@ -481,11 +481,11 @@ class DynamicBatcher(Scheduler):
             and not self.rules.delay_ns
         ):
             # the batch Triton would form is this request alone, on an idle instance
+            # (a sequence batcher's lane, the one user of ``on_done``, only submits)
             inst = self._idle.popleft()
             free = self._freer(inst)
-            early = free if self._on_done is None else None
             try:
-                response = (await self._execute(inst, [req], (), early))[0]
+                response = (await self._execute(inst, [req], (), free))[0]
             finally:
                 free()
             return reschedule_refused() if response.rescheduled else response
