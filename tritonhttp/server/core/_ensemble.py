@@ -463,6 +463,15 @@ class EnsembleVersion(ModelVersion):
                     for i in sorted(run.live - started)
                     if all(t in tensors or t in run.absent for t in self.steps[i].inputs.values())
                 ]
+                if len(ready) == 1 and not running:  # a chain: its one next step, awaited here
+                    i = ready[0]
+                    mv = self._model(run, i)
+                    if mv is None:
+                        break
+                    if not mv.decoupled:
+                        started.add(i)
+                        tensors = {**tensors, **await self._step(run, i, mv, tensors)}
+                        continue
                 streaming: list[tuple[int, ModelVersion]] = []
                 for i in ready:
                     mv = self._model(run, i)
@@ -500,11 +509,25 @@ class EnsembleVersion(ModelVersion):
             return task.result()
         if not isinstance(error, _StepFailed):
             raise error
+        self._failed(run, error)
+        return {}
+
+    async def _step(
+        self, run: _Run, i: int, mv: ModelVersion, tensors: dict[str, InputTensor]
+    ) -> dict[str, InputTensor]:
+        """Step ``i`` run in the caller's task: its outputs ({} when it failed)."""
+        try:
+            return await self._call(run, i, mv, tensors)
+        except _StepFailed as e:
+            self._failed(run, e)
+            return {}
+
+    def _failed(self, run: _Run, failure: _StepFailed) -> None:
+        """A step's error becomes the ensemble's (the first one to fail)."""
         if run.error is None:
             run.error = CoreError(
-                f"in ensemble '{self.name}', {error.error.message}", error.error.code
+                f"in ensemble '{self.name}', {failure.error.message}", failure.error.code
             )
-        return {}
 
     def _model(self, run: _Run, i: int) -> ModelVersion | None:
         step = self.steps[i]
