@@ -13,8 +13,9 @@ Both directions avoid per-element Python bytecode on the hot path:
 * deserialization takes a numpy fast path when every element has the same length, then a
   vectorized guess-and-verify parse (element starts guessed from the zero bytes of the
   length prefixes, then checked to form exactly the chain of lengths from offset 0 to
-  the end, so a wrong guess can never be accepted), and a tight scan otherwise (the
-  layout is inherently sequential).
+  the end, so a wrong guess can never be accepted; the prefixes and the elements are
+  then gathered through views with a record at every byte offset), and a tight scan
+  otherwise (the layout is inherently sequential).
 
 Both use masks of bytes rather than index arrays where they can: on 100k-element
 tensors the temporaries, not the arithmetic, dominate the cost.
@@ -177,9 +178,8 @@ def _prefix_mask(starts: np.ndarray[Any, Any], total: int) -> np.ndarray[Any, An
 
 def _verified_layout(
     u8: np.ndarray[Any, Any], count: int | None
-) -> tuple[np.ndarray[Any, Any], ...] | None:
-    """Element starts, lengths, ends and prefix mask guessed from the prefixes' zero
-    bytes, if verified.
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """Element starts, lengths and ends guessed from the prefixes' zero bytes, if verified.
 
     Guess: for elements shorter than 16 MiB the last prefix byte is zero and, in text
     without NULs, is the end of a run of zero bytes. Verification: the guessed starts
@@ -191,15 +191,13 @@ def _verified_layout(
     n = starts.size
     if n == 0 or starts[0] != 0 or (count is not None and n != count):
         return None
-    is_prefix = _prefix_mask(starts, total)
-    prefixes = u8[is_prefix]
-    if prefixes.size != 4 * n:  # guessed prefixes overlap
-        return None
-    lengths = prefixes.view("<u4").astype(np.int64)
+    # a little-endian u32 at every byte offset (unaligned): one gather reads the prefixes
+    at_any = np.ndarray((total - 3,), dtype="<u4", buffer=u8, strides=(1,))
+    lengths = at_any[starts].astype(np.int64)
     ends = starts + 4 + lengths
     if ends[-1] != total or not np.array_equal(ends[:-1], starts[1:]):
         return None
-    return starts, lengths, ends, is_prefix
+    return starts, lengths, ends
 
 
 def _unpack_vectorized(buf: bytes, count: int | None) -> np.ndarray[Any, Any] | None:
@@ -208,7 +206,7 @@ def _unpack_vectorized(buf: bytes, count: int | None) -> np.ndarray[Any, Any] | 
     found = _verified_layout(u8, count)
     if found is None:
         return None
-    starts, lengths, ends, is_prefix = found
+    starts, lengths, ends = found
     n = starts.size
     width = int(lengths.max())
     # Elements are recovered through a NUL-padded S<width> array, which strips trailing
@@ -218,10 +216,13 @@ def _unpack_vectorized(buf: bytes, count: int | None) -> np.ndarray[Any, Any] | 
         return to_object_array(
             [buf[s:e] for s, e in zip((starts + 4).tolist(), ends.tolist(), strict=True)]
         )
-    padded = np.zeros((n, width), dtype=np.uint8)
-    # row-major boolean assignment: the payload bytes fill each row from its left
-    padded[np.arange(width) < lengths[:, None]] = u8[~is_prefix]
-    result: np.ndarray[Any, Any] = padded.view(f"S{width}").ravel().astype(np.object_)
+    # ``width`` bytes from every payload start, one gather of fixed-size records out of a
+    # view with a record at every byte offset; what lies past each element becomes NUL
+    tail = np.zeros(u8.size + width, dtype=np.uint8)
+    tail[: u8.size] = u8
+    records = np.ndarray((u8.size,), dtype=f"V{width}", buffer=tail, strides=(1,))[starts + 4]
+    records.view(np.uint8).reshape(n, width)[np.arange(width) >= lengths[:, None]] = 0
+    result: np.ndarray[Any, Any] = records.view(f"S{width}").astype(np.object_)
     return result
 
 
