@@ -132,3 +132,32 @@ def test_a_failing_step_of_a_chain_fails_the_ensemble_and_stops_it() -> None:
     assert response.error is not None
     assert response.error.message.startswith("in ensemble 'e', ")
     assert "b" not in log.tasks
+
+
+def test_cancelling_the_requests_task_mid_chain_leaves_nothing_behind() -> None:
+    """The task of a request is cancelled (server shutdown) while its second step waits:
+    the step it awaits is cancelled with it, and the ensemble forgets the request."""
+    log = TaskLog(["a", "b", "c"])
+    cfg = _ensemble([_step("a", "IN", "x"), _step("b", "x", "y"), _step("c", "y", "OUT")], ["OUT"])
+
+    async def main() -> tuple[EnsembleVersion, bool]:
+        ens = log.ensemble(cfg)
+        log.holds["b"] = asyncio.Event()
+        req = request("r", value=5)
+        ens.admit(req)
+        task = asyncio.ensure_future(ens.infer(req))
+        for _ in range(20):
+            await asyncio.sleep(0)
+            if "b" in log.tasks:
+                break
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return ens, True
+        return ens, False
+
+    ens, cancelled = run(main)
+    assert cancelled
+    assert "c" not in log.tasks
+    assert ens.in_flight == 0 and not ens._runs
