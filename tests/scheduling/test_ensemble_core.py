@@ -72,6 +72,18 @@ class TaskLog:
         ens.activate_ensemble(cfg, False)
         return ens
 
+    async def started(self, ens: EnsembleVersion, value: int, step: str) -> asyncio.Task[Any]:
+        """A request of ``value`` sent to ``ens`` in a task of its own, once ``step`` began
+        (or after 20 turns of the loop)."""
+        req = request("r", value=value)
+        ens.admit(req)
+        task = asyncio.ensure_future(ens.infer(req))
+        for _ in range(20):
+            await asyncio.sleep(0)
+            if step in self.tasks:
+                break
+        return task
+
 
 def test_a_chains_steps_run_in_the_requests_own_task() -> None:
     log = TaskLog(["a", "b", "c"])
@@ -99,13 +111,7 @@ def test_steps_that_can_run_together_still_do() -> None:
     async def main() -> tuple[InferResponse, asyncio.Task[Any] | None]:
         ens = log.ensemble(cfg)
         log.holds["a"] = asyncio.Event()
-        req = request("r", value=3)
-        ens.admit(req)
-        task = asyncio.ensure_future(ens.infer(req))
-        for _ in range(20):
-            await asyncio.sleep(0)
-            if "b" in log.tasks:
-                break
+        task = await log.started(ens, 3, "b")
         assert "b" in log.tasks, "b waited for a"
         log.holds["a"].set()
         return await task, task
@@ -143,13 +149,8 @@ def test_cancelling_the_requests_task_mid_chain_leaves_nothing_behind() -> None:
     async def main() -> tuple[EnsembleVersion, bool]:
         ens = log.ensemble(cfg)
         log.holds["b"] = asyncio.Event()
-        req = request("r", value=5)
-        ens.admit(req)
-        task = asyncio.ensure_future(ens.infer(req))
-        for _ in range(20):
-            await asyncio.sleep(0)
-            if "b" in log.tasks:
-                break
+        task = await log.started(ens, 5, "b")
+        assert "b" in log.tasks
         task.cancel()
         try:
             await task
