@@ -17,8 +17,10 @@ Both directions avoid per-element Python bytecode on the hot path:
   then gathered through views with a record at every byte offset), and a tight scan
   otherwise (the layout is inherently sequential).
 
-Both use masks of bytes rather than index arrays where they can: on 100k-element
-tensors the temporaries, not the arithmetic, dominate the cost.
+Neither builds an index array with an entry per byte: on 100k-element tensors the
+temporaries, not the arithmetic, dominate the cost. Serialization places bytes through
+masks; deserialization gathers whole records, one index per element
+(:func:`_at_every_offset`).
 """
 
 from __future__ import annotations
@@ -176,6 +178,14 @@ def _prefix_mask(starts: np.ndarray[Any, Any], total: int) -> np.ndarray[Any, An
     return mask
 
 
+def _at_every_offset(buffer: np.ndarray[Any, Any], dtype: str, size: int) -> np.ndarray[Any, Any]:
+    """A view of ``buffer`` with a ``dtype`` record at each of its first ``size`` byte
+    offsets (unaligned, overlapping): indexed with element starts, it gathers each
+    element's record in one operation."""
+    view: np.ndarray[Any, Any] = np.ndarray((size,), dtype=dtype, buffer=buffer, strides=(1,))
+    return view
+
+
 def _verified_layout(
     u8: np.ndarray[Any, Any], count: int | None
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
@@ -191,9 +201,7 @@ def _verified_layout(
     n = starts.size
     if n == 0 or starts[0] != 0 or (count is not None and n != count):
         return None
-    # a little-endian u32 at every byte offset (unaligned): one gather reads the prefixes
-    at_any = np.ndarray((total - 3,), dtype="<u4", buffer=u8, strides=(1,))
-    lengths = at_any[starts].astype(np.int64)
+    lengths = _at_every_offset(u8, "<u4", total - 3)[starts].astype(np.int64)  # the prefixes
     ends = starts + 4 + lengths
     if ends[-1] != total or not np.array_equal(ends[:-1], starts[1:]):
         return None
@@ -216,11 +224,11 @@ def _unpack_vectorized(buf: bytes, count: int | None) -> np.ndarray[Any, Any] | 
         return to_object_array(
             [buf[s:e] for s, e in zip((starts + 4).tolist(), ends.tolist(), strict=True)]
         )
-    # ``width`` bytes from every payload start, one gather of fixed-size records out of a
-    # view with a record at every byte offset; what lies past each element becomes NUL
+    # ``width`` bytes from every payload start (the buffer padded with NULs so the last
+    # ones exist); what lies past each element becomes NUL
     tail = np.zeros(u8.size + width, dtype=np.uint8)
     tail[: u8.size] = u8
-    records = np.ndarray((u8.size,), dtype=f"V{width}", buffer=tail, strides=(1,))[starts + 4]
+    records = _at_every_offset(tail, f"V{width}", u8.size)[starts + 4]
     records.view(np.uint8).reshape(n, width)[np.arange(width) >= lengths[:, None]] = 0
     result: np.ndarray[Any, Any] = records.view(f"S{width}").astype(np.object_)
     return result
