@@ -269,6 +269,18 @@ def interpreter() -> str:
     )
 
 
+def describe_interpreter(python: str) -> str:
+    """:func:`interpreter`'s line for another Python (one with this directory's imports)."""
+    here = str(Path(__file__).resolve().parent)
+    code = (
+        f"import sys; sys.path.insert(0, {here!r}); from _common import interpreter; "
+        "print(interpreter())"
+    )
+    return subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
 def line(name: str, ours: float, reference: float, unit: str, higher_is_better: bool = True) -> str:
     ratio = ours / reference if higher_is_better else reference / ours
     return f"{name}: ours {ours:,.2f} {unit}, reference {reference:,.2f} {unit}, ratio {ratio:.2f}"

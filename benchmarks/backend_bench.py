@@ -34,7 +34,6 @@ import json
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,9 +44,9 @@ from typing import Any
 import numpy as np
 
 try:
-    from _common import ADD_BODY, binary_round_trip, machine, wrk
+    from _common import ADD_BODY, binary_round_trip, describe_interpreter, machine, wrk
 except ImportError:  # run as a module
-    from benchmarks._common import ADD_BODY, binary_round_trip, machine, wrk
+    from benchmarks._common import ADD_BODY, binary_round_trip, describe_interpreter, machine, wrk
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "models"
@@ -220,18 +219,6 @@ def _measure(
         return _load_rounds(servers, path, body, connections, seconds, rounds, load)
 
 
-def _describe(python: str) -> str:
-    """``interpreter()``'s line for another Python."""
-    here = str(Path(__file__).resolve().parent)
-    code = (
-        f"import sys; sys.path.insert(0, {here!r}); from _common import interpreter; "
-        "print(interpreter())"
-    )
-    return subprocess.run(
-        [python, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-
-
 def _fmt(values: list[float], digits: int = 0) -> str:
     med = statistics.median(values)
     spread = (max(values) - min(values)) / med * 100 if med else 0.0
@@ -287,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             "in-process": (_ours("--python-isolation=in-process"), add),
         }
         for python in args.python:
-            print(f"also: {_describe(python)}")
+            print(f"also: {describe_interpreter(python)}")
             cases[f"process [{python}]"] = (_ours(python=python), add)
             cases[f"in-process [{python}]"] = (
                 _ours("--python-isolation=in-process", python=python),

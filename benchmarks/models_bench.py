@@ -3,6 +3,7 @@
     python benchmarks/models_bench.py [--seconds 3] [--rounds 5]
                                       [--models mlp,prep,tok,pipeline]
                                       [--concurrency 1,16,64] [--skip-real]
+                                      [--python PATH ...]
 
 Three models whose ``execute`` does real work, each batched by the server, and an
 ensemble of them:
@@ -30,6 +31,11 @@ server executed over the measured rounds of that concurrency (from the statistic
 extension), side by side. Before measuring, one request to each model must give the same
 outputs on every server.
 
+``--python PATH`` adds our server under another interpreter to the same rounds (its
+ratios are printed with ``[PATH]``): the bundled server spends most of its CPU in the
+interpreter, whose build (PGO, LTO) moves its figures; real Triton's stub keeps this
+script's interpreter.
+
 The models run under onnxruntime and numpy in both servers: real Triton's Python stub
 uses its own environment (nvidia-pytriton's venv, numpy 1.x), so this script installs
 onnxruntime there when it is missing.
@@ -46,7 +52,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,9 +61,9 @@ from typing import Any
 import numpy as np
 
 try:
-    from _common import cpu_seconds, machine, process_tree
+    from _common import cpu_seconds, describe_interpreter, machine, process_tree
 except ImportError:  # run as a module
-    from benchmarks._common import cpu_seconds, machine, process_tree
+    from benchmarks._common import cpu_seconds, describe_interpreter, machine, process_tree
 
 MLP_CONFIG = """name: "mlp"
 backend: "python"
@@ -410,14 +416,17 @@ def _diff(after: dict[int, int], before: dict[int, int]) -> dict[int, int]:
 
 
 @contextmanager
-def serving(repo: Path, real: bool) -> Iterator[dict[str, Any]]:
-    """Our server (worker processes, the default) and, with ``real``, real Triton."""
+def serving(repo: Path, real: bool, pythons: Sequence[str] = ()) -> Iterator[dict[str, Any]]:
+    """Our server (worker processes, the default), ours under each of ``pythons`` (named
+    ``ours [PATH]``) and, with ``real``, real Triton."""
     from tritonhttp.server import _launch
     from tritonhttp.testing import _real_triton as rt
 
     servers: dict[str, Any] = {}
     try:
         servers["ours"] = _launch.start(repo, "--log-info=false")
+        for python in pythons:
+            servers[f"ours [{python}]"] = _launch.start(repo, "--log-info=false", python=python)
         if real:
             servers["triton"] = rt.start(repo)
         yield servers
@@ -472,19 +481,30 @@ def measure_model(
                 step = "" if m == request.model else f" (step {m})"
                 print(f"  {name} executed batch sizes{step} (size: executions): {executed}")
         if "triton" in results:
-            pairs = zip(results["ours"], results["triton"], strict=True)
-            ratios = [o.rps / t.rps for o, t in pairs]
-            print(f"{request.model} -c{c}: ratio per round "
-                  f"{', '.join(f'{r:.2f}' for r in ratios)} (min {min(ratios):.2f}, "
-                  f"median {statistics.median(ratios):.2f})")  # fmt: skip
+            for name in results:
+                if name == "triton":
+                    continue
+                pairs = zip(results[name], results["triton"], strict=True)
+                ratios = [o.rps / t.rps for o, t in pairs]
+                which = name.removeprefix("ours")  # "" or " [PATH]"
+                print(f"{request.model} -c{c}{which}: ratio per round "
+                      f"{', '.join(f'{r:.2f}' for r in ratios)} (min {min(ratios):.2f}, "
+                      f"median {statistics.median(ratios):.2f})")  # fmt: skip
 
 
-def run(models: list[str], concurrency: list[int], seconds: float, rounds: int, real: bool) -> None:
+def run(
+    models: list[str],
+    concurrency: list[int],
+    seconds: float,
+    rounds: int,
+    real: bool,
+    pythons: Sequence[str] = (),
+) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="tritonhttp-models-bench-"))
     try:
         repo = build_repository(tmp / "models")
         reqs = requests()
-        with serving(repo, real) as servers:
+        with serving(repo, real, pythons) as servers:
             for model in models:
                 digests = {n: answer_digest(s.url, reqs[model]) for n, s in servers.items()}
                 if len(set(digests.values())) != 1:
@@ -502,11 +522,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default="mlp,prep,tok,pipeline", help="comma-separated subset")
     parser.add_argument("--concurrency", default="1,16,64", help="comma-separated levels")
     parser.add_argument("--skip-real", action="store_true", help="measure our server only")
+    parser.add_argument(
+        "--python", action="append", default=[], metavar="PATH",
+        help="also run our server under this interpreter (with tritonhttp[server], onnx "
+        "and onnxruntime installed), in the same rounds; repeatable",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if not shutil.which("wrk"):
         print("wrk is required: apt-get install -y wrk", file=sys.stderr)
         return 2
     print(machine())
+    for python in args.python:
+        print(f"also: {describe_interpreter(python)}")
     real = not args.skip_real
     if real:
         from tritonhttp.testing import _real_triton as rt
@@ -518,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             ensure_reference_onnxruntime()
     run(args.models.split(","), [int(c) for c in args.concurrency.split(",")],
-        args.seconds, args.rounds, real)  # fmt: skip
+        args.seconds, args.rounds, real, args.python)  # fmt: skip
     return 0
 
 
