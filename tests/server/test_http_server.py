@@ -10,6 +10,7 @@ serving the same application.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import re
 import socket
@@ -594,19 +595,34 @@ def test_immediate_answers_in_order_and_their_fallbacks(caplog: Any) -> None:
 
 async def _respond_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """``/respond/<n>`` answers ``n`` bytes through ``scope[RESPOND]``, ``/asgi/<n>`` the
-    same through two ASGI messages; ``/twice`` calls ``respond`` after ``send``."""
+    same through two ASGI messages; ``/parts/<n>`` answers them in two parts (bytes, then
+    a memoryview) with one more header through ``scope[RESPOND]``, ``/asgi-parts/<n>``
+    the same through three ASGI messages; ``/twice`` calls ``respond`` after ``send``."""
     await _read_all(receive)
     kind, _, n = scope["path"][1:].partition("/")
     body = (b"0123456789abcdef" * (int(n or 0) // 16 + 1))[: int(n or 0)]
+    half = len(body) // 2
+    extra = ((b"x-part-length", b"%d" % half),)
     if kind == "twice":
         await send({"type": "http.response.start", "status": 200, "headers": []})
         scope[RESPOND](200, b"text/plain", b"x")  # raises: the response has started
-    if kind == "respond":
-        waiting = scope[RESPOND](202, b"text/plain", body)
+    if kind in ("respond", "parts"):
+        if kind == "respond":
+            waiting = scope[RESPOND](202, b"text/plain", body)
+        else:
+            parts = [body[:half], memoryview(body)[half:]]
+            waiting = scope[RESPOND](202, b"application/octet-stream", parts, extra)
         if waiting is not None:
             await waiting
         return
-    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
+    length = (b"content-length", str(len(body)).encode())
+    if kind == "asgi-parts":
+        headers = [(b"content-type", b"application/octet-stream"), *extra, length]
+        await send({"type": "http.response.start", "status": 202, "headers": headers})
+        await send({"type": "http.response.body", "body": body[:half], "more_body": True})
+        await send({"type": "http.response.body", "body": body[half:]})
+        return
+    headers = [(b"content-type", b"text/plain"), length]
     await send({"type": "http.response.start", "status": 202, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -619,6 +635,37 @@ def test_respond_sends_the_asgi_bytes(variant: tuple[str, str], size: int) -> No
             answers = _answers_per_kind(s.url, (f"/respond/{size}", f"/asgi/{size}"), *variant)
             assert answers[0] == answers[1]
             assert answers[0].startswith(b"HTTP/1.") and b" 202 " in answers[0][:13]
+
+
+@pytest.mark.parametrize("variant", _REQUEST_KINDS)
+@pytest.mark.parametrize("size", [0, 5, 70_000])
+def test_respond_in_parts_sends_the_asgi_bytes_in_one_write(
+    variant: tuple[str, str], size: int, monkeypatch: Any
+) -> None:
+    writes: collections.Counter[str] = collections.Counter()
+    for name in ("write", "write_parts"):
+        plain = getattr(Connection, name)
+
+        def counted(self: Any, data: Any, _plain: Any = plain) -> None:
+            writes[self.current.scope["path"] if self.current else ""] += 1
+            _plain(self, data)
+
+        monkeypatch.setattr(Connection, name, counted)
+    calls: collections.Counter[str] = collections.Counter()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        calls[scope["path"]] += 1
+        await _respond_app(scope, receive, send)
+
+    parts, asgi = f"/parts/{size}", f"/asgi-parts/{size}"
+    with serving(app) as s:
+        answers = _answers_per_kind(s.url, (parts, asgi), *variant)
+    assert answers[0] == answers[1]
+    assert b"\r\nX-Part-Length: %d\r\n" % (size // 2) in answers[0]
+    if size:  # one write per answer (an empty body takes the general path)
+        assert writes[parts] == calls[parts] > 0
+        if not variant[0].startswith("HEAD"):  # (the count sees the ASGI path's two writes)
+            assert writes[asgi] > calls[asgi]
 
 
 def test_respond_waits_for_a_slow_reader_and_refuses_a_started_response(caplog: Any) -> None:

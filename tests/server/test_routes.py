@@ -9,12 +9,15 @@ wrong methods (405, as text or JSON depending on the endpoint), restricted API g
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from tritonhttp.server import Server, parse_args
+from tritonhttp.server.http._extensions import RESPOND
 
 MODELS = Path(__file__).parent.parent / "models"
 
@@ -237,3 +240,74 @@ def test_head_is_not_allowed() -> None:
         (("HEAD", "/v2/nothing", {}), (404, TEXT, b"")),
     ]
     _check(EXPLICIT, cases)
+
+
+BINARY_ADD = {**ADD, "parameters": {"binary_data_output": True}}
+
+
+@pytest.mark.parametrize("request_json", [ADD, BINARY_ADD], ids=["json", "binary"])
+def test_an_uncompressed_infer_answer_is_one_respond_call(request_json: dict[str, Any]) -> None:
+    """Where the HTTP server offers ``respond``, an infer answer, JSON or binary, is made
+    in one call (one write): the same status, headers and bytes as through ASGI
+    ``send``; a client that accepts compression gets the general path."""
+    body = json.dumps(request_json).encode()
+
+    async def go() -> None:
+        server = Server(parse_args([f"--model-repository={MODELS}", *EXPLICIT]))
+        await server.load_models()
+        try:
+            transport = httpx.ASGITransport(app=server.http)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                plain = await c.post("/v2/models/add_sub/infer", content=body)
+            for accept, expect_calls in ((b"", 1), (b"gzip", 0)):
+                calls: list[tuple[Any, ...]] = []
+                sent: list[dict[str, Any]] = []
+                scope = _infer_scope(accept)
+                scope[RESPOND] = lambda *a, _calls=calls: _calls.append(a)
+                await server.http(scope, _body_once(body), _collect(sent))
+                assert len(calls) == expect_calls
+                if not calls:
+                    assert sent[0]["type"] == "http.response.start"
+                    continue
+                status, content_type, out, *extra = calls[0]
+                parts = [out] if isinstance(out, bytes) else out
+                headers = dict(extra[0]) if extra else {}
+                assert not sent
+                assert status == plain.status_code == 200
+                assert content_type.decode() == plain.headers["content-type"]
+                assert b"".join(bytes(p) for p in parts) == plain.content
+                assert headers == {
+                    k.encode(): v.encode()
+                    for k, v in plain.headers.items()
+                    if k == "inference-header-content-length"
+                }
+        finally:
+            await server.stop()
+
+    asyncio.run(go())
+
+
+def _infer_scope(accept: bytes) -> dict[str, Any]:
+    headers = [(b"content-type", b"application/json")]
+    if accept:
+        headers.append((b"accept-encoding", accept))
+    path = "/v2/models/add_sub/infer"
+    return {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": path, "raw_path": path.encode(), "root_path": "",
+        "query_string": b"", "headers": headers, "server": None, "client": None,
+    }  # fmt: skip
+
+
+def _body_once(body: bytes) -> Any:
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+def _collect(sent: list[dict[str, Any]]) -> Any:
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(dict(message))
+
+    return send

@@ -25,6 +25,7 @@ from ..support import _json
 from ._generate import handle_generate
 from ._http import (
     JSON,
+    OCTET_STREAM,
     TEXT,
     Receive,
     Scope,
@@ -804,14 +805,18 @@ class HttpFrontend:
         except CoreError as e:
             await send_error(send, e, TEXT)
             return
-        if not blobs and not accept:  # (the common JSON answer)
-            respond = scope.get(RESPOND)
-            if respond is None:
-                await send_response(send, 200, header)
-                return
-            waiting = respond(200, JSON, header)
+        respond = scope.get(RESPOND) if not accept else None
+        if respond is not None:  # (uncompressed: the whole answer in one write)
+            if blobs:
+                length = ((b"inference-header-content-length", b"%d" % len(header)),)
+                waiting = respond(200, OCTET_STREAM, [header, *blobs], length)
+            else:
+                waiting = respond(200, JSON, header)
             if waiting is not None:
                 await waiting
+            return
+        if not blobs and not accept:
+            await send_response(send, 200, header)
             return
         # shared memory: the blobs may be views of a region; it stays registered (in
         # use) until they are sent
@@ -822,7 +827,7 @@ class HttpFrontend:
     ) -> None:
         out_headers: list[tuple[bytes, bytes]] = [(b"content-type", JSON)]
         if blobs:
-            out_headers[0] = (b"content-type", b"application/octet-stream")
+            out_headers[0] = (b"content-type", OCTET_STREAM)
             out_headers.append((b"inference-header-content-length", str(len(header)).encode()))
         coding = pick_encoding(accept)
         if coding is not None:

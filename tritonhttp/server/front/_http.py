@@ -16,6 +16,7 @@ from ..http._extensions import BODY_SINK, BodySink
 
 __all__ = [
     "JSON",
+    "OCTET_STREAM",
     "TEXT",
     "Receive",
     "Scope",
@@ -32,6 +33,7 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 JSON = b"application/json"
+OCTET_STREAM = b"application/octet-stream"
 TEXT = b"text/plain"
 
 #: Triton parses with RapidJSON's kParseNanAndInfFlag: NaN, Inf, Infinity (signed) are

@@ -279,29 +279,69 @@ class Exchange(ResponseFraming):
         if not more:
             conn.response_done(self)
 
-    def respond(self, status: int, content_type: bytes, body: bytes) -> Awaitable[None] | None:
+    def respond(
+        self,
+        status: int,
+        content_type: bytes,
+        body: bytes | list[bytes | memoryview],
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+    ) -> Awaitable[None] | None:
         """A whole response with a Content-Type at once (see :data:`RESPOND`)."""
         if self.started:
             raise RuntimeError("the response has already started")
+        if headers or type(body) is not bytes:
+            return self._respond_parts(status, content_type, body, headers)
         size = len(body)
         if not size:  # (the head of an empty body has its own rules: the general path)
-            self.started = True
-            self.make_head(status, ((b"content-type", content_type), (b"content-length", b"0")))
-            return self.send({"type": "http.response.body", "body": b""})
+            return self._respond_empty(status, content_type, headers)
         self.started = self.finished = True
         parts = RESPOND_HEADS.get((status, content_type, self.http10, self.keep_alive))
         if parts is None:
             parts = self.respond_head(status, content_type)
         before, after, self.keep_alive = parts
+        return self._write_whole(b"%s%d%s" % (before, size, after), [body], size)
+
+    def _respond_parts(
+        self,
+        status: int,
+        content_type: bytes,
+        body: bytes | list[bytes | memoryview],
+        headers: tuple[tuple[bytes, bytes], ...],
+    ) -> Awaitable[None] | None:
+        """:meth:`respond` with more headers or a body in parts: its head made anew."""
+        parts: list[bytes | memoryview] = [body] if isinstance(body, bytes) else body
+        size = sum(len(p) if type(p) is bytes else memoryview(p).nbytes for p in parts)
+        if not size:
+            return self._respond_empty(status, content_type, headers)
+        self.started = self.finished = True
+        self.make_head(
+            status, ((b"content-type", content_type), *headers, (b"content-length", b"%d" % size))
+        )
+        head = self.head or b""
+        self.head = None
+        return self._write_whole(head, parts, size)
+
+    def _respond_empty(
+        self, status: int, content_type: bytes, headers: tuple[tuple[bytes, bytes], ...]
+    ) -> Awaitable[None]:
+        self.started = True
+        self.make_head(
+            status, ((b"content-type", content_type), *headers, (b"content-length", b"0"))
+        )
+        return self.send({"type": "http.response.body", "body": b""})
+
+    def _write_whole(
+        self, head: bytes, parts: list[bytes | memoryview], size: int
+    ) -> Awaitable[None] | None:
+        """Write a response's ``head`` and its body (``parts``, ``size`` bytes) at once."""
         conn = self.conn
         if not conn.lost:
-            head = b"%s%d%s" % (before, size, after)
             if self.head_only:
                 conn.write(head)
             elif size < _JOIN_BELOW:
-                conn.write(head + body)
+                conn.write(b"".join([head, *parts]))
             else:
-                conn.write_parts([head, body])
+                conn.write_parts([head, *parts])
             if conn.write_paused:
                 return self.drain_then_done()
         conn.response_done(self)

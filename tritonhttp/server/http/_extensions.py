@@ -41,10 +41,12 @@ RAW_HEADER_NAMES = "tritonhttp.raw_header_names"
 #: scope key present (value None) when the server calls ``scope[ON_DISCONNECT]()`` if the
 #: client disconnects before the response is complete
 ON_DISCONNECT = "tritonhttp.on_disconnect"
-#: scope key holding ``respond(status, content_type, body)``: sends a whole response with
-#: a ``Content-Type`` and a ``Content-Length`` header in one synchronous call, instead of
-#: the two ASGI ``send`` messages. It returns None when the response is done, or (the
-#: client reads slowly, or the body is empty) an awaitable the application must await
+#: scope key holding ``respond(status, content_type, body, headers=())``: sends a whole
+#: response with a ``Content-Type``, the ASGI ``headers`` given (lower-case names) and a
+#: ``Content-Length`` in one synchronous call and one write, instead of ASGI ``send``
+#: messages. ``body`` is bytes or a list of buffers, sent in order. It returns None when
+#: the response is done, or (the client reads slowly, or the body is empty) an awaitable
+#: the application must await
 RESPOND = "tritonhttp.respond"
 #: scope key holding ``direct()``: a :class:`DirectLink` through which another process
 #: may write this request's ``200`` response on the client's socket itself, or None when
