@@ -9,7 +9,9 @@ wrong methods (405, as text or JSON depending on the endpoint), restricted API g
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -158,20 +160,27 @@ RESTRICTED: list[Case] = [
 ]
 
 
-async def _answers(argv: tuple[str, ...], cases: list[Case]) -> list[tuple[int, str, bytes]]:
-    """Each case's (status, content type, body) from a server started from ``argv``."""
+@contextlib.asynccontextmanager
+async def _in_process(*argv: str) -> AsyncIterator[tuple[Server, httpx.AsyncClient]]:
+    """A server started from ``argv`` (on ``MODELS``) and a client of its ASGI app."""
     server = Server(parse_args([f"--model-repository={MODELS}", *argv]))
     await server.load_models()
     try:
         transport = httpx.ASGITransport(app=server.http)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
-            out = []
-            for (method, path, headers), _ in cases:
-                r = await client.request(method, path, headers=headers)
-                out.append((r.status_code, r.headers.get("content-type", ""), r.content))
-            return out
+            yield server, client
     finally:
         await server.stop()
+
+
+async def _answers(argv: tuple[str, ...], cases: list[Case]) -> list[tuple[int, str, bytes]]:
+    """Each case's (status, content type, body) from a server started from ``argv``."""
+    async with _in_process(*argv) as (_, client):
+        out = []
+        for (method, path, headers), _ in cases:
+            r = await client.request(method, path, headers=headers)
+            out.append((r.status_code, r.headers.get("content-type", ""), r.content))
+        return out
 
 
 EXPLICIT = ("--model-control-mode=explicit", "--load-model=add_sub")
@@ -198,35 +207,29 @@ def test_restricted_api_groups_are_checked_before_methods() -> None:
 @pytest.mark.parametrize("version", ["", "/versions/1"])
 def test_model_routes_with_and_without_version(version: str) -> None:
     async def go() -> None:
-        server = Server(parse_args([f"--model-repository={MODELS}", *EXPLICIT]))
-        await server.load_models()
-        try:
-            transport = httpx.ASGITransport(app=server.http)
-            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
-                base = "/v2/models/add_sub"
-                r = await c.post(base + version + "/infer", json=ADD)
-                assert (r.status_code, r.content) == (200, ADD_ANSWER)
-                plain, versioned = await c.get(base), await c.get(base + version)
-                assert versioned.status_code == 200
-                assert versioned.content == plain.content
-                assert versioned.json()["name"] == "add_sub"
-                r = await c.get(base + version + "/config")
-                assert (r.status_code, r.json()["name"]) == (200, "add_sub")
-                r = await c.get(base + version + "/stats")
-                assert r.status_code == 200
-                assert [(s["name"], s["version"]) for s in r.json()["model_stats"]] == [
-                    ("add_sub", "1")
-                ]
-                r = await c.get("/v2/models/stats")
-                assert [(s["name"], s["version"]) for s in r.json()["model_stats"]] == [
-                    ("add_sub", "1")
-                ]
-                r = await c.get("/v2/models/add_sub/trace/setting")
-                assert (r.status_code, r.json()["trace_level"]) == (200, ["OFF"])
-                r = await c.get("/v2")
-                assert (r.status_code, r.json()["name"]) == (200, "triton")
-        finally:
-            await server.stop()
+        async with _in_process(*EXPLICIT) as (_, c):
+            base = "/v2/models/add_sub"
+            r = await c.post(base + version + "/infer", json=ADD)
+            assert (r.status_code, r.content) == (200, ADD_ANSWER)
+            plain, versioned = await c.get(base), await c.get(base + version)
+            assert versioned.status_code == 200
+            assert versioned.content == plain.content
+            assert versioned.json()["name"] == "add_sub"
+            r = await c.get(base + version + "/config")
+            assert (r.status_code, r.json()["name"]) == (200, "add_sub")
+            r = await c.get(base + version + "/stats")
+            assert r.status_code == 200
+            assert [(s["name"], s["version"]) for s in r.json()["model_stats"]] == [
+                ("add_sub", "1")
+            ]
+            r = await c.get("/v2/models/stats")
+            assert [(s["name"], s["version"]) for s in r.json()["model_stats"]] == [
+                ("add_sub", "1")
+            ]
+            r = await c.get("/v2/models/add_sub/trace/setting")
+            assert (r.status_code, r.json()["trace_level"]) == (200, ["OFF"])
+            r = await c.get("/v2")
+            assert (r.status_code, r.json()["name"]) == (200, "triton")
 
     asyncio.run(go())
 
@@ -253,12 +256,8 @@ def test_an_uncompressed_infer_answer_is_one_respond_call(request_json: dict[str
     body = json.dumps(request_json).encode()
 
     async def go() -> None:
-        server = Server(parse_args([f"--model-repository={MODELS}", *EXPLICIT]))
-        await server.load_models()
-        try:
-            transport = httpx.ASGITransport(app=server.http)
-            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
-                plain = await c.post("/v2/models/add_sub/infer", content=body)
+        async with _in_process(*EXPLICIT) as (server, c):
+            plain = await c.post("/v2/models/add_sub/infer", content=body)
             for accept, expect_calls in ((b"", 1), (b"gzip", 0)):
                 calls: list[tuple[Any, ...]] = []
                 sent: list[dict[str, Any]] = []
@@ -281,8 +280,6 @@ def test_an_uncompressed_infer_answer_is_one_respond_call(request_json: dict[str
                     for k, v in plain.headers.items()
                     if k == "inference-header-content-length"
                 }
-        finally:
-            await server.stop()
 
     asyncio.run(go())
 
