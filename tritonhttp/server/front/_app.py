@@ -82,6 +82,12 @@ def _server_only(body: bytearray | memoryview, header_len: int) -> bool:
     )
 
 
+def _header_length(header: bytes) -> tuple[bytes, bytes]:
+    """The ``Inference-Header-Content-Length`` header of a binary answer whose JSON part is
+    ``header``."""
+    return (b"inference-header-content-length", b"%d" % len(header))
+
+
 def _batch_size_of(body: bytearray | memoryview, header_len: int) -> int:
     """What a dynamic batcher needs to queue an unparsed request: its batch size, the
     first dimension of the first ``"shape"`` in its JSON header (0 when that cannot be
@@ -808,8 +814,7 @@ class HttpFrontend:
         respond = scope.get(RESPOND) if not accept else None
         if respond is not None:  # (uncompressed: the whole answer in one write)
             if blobs:
-                length = ((b"inference-header-content-length", b"%d" % len(header)),)
-                waiting = respond(200, OCTET_STREAM, [header, *blobs], length)
+                waiting = respond(200, OCTET_STREAM, [header, *blobs], (_header_length(header),))
             else:
                 waiting = respond(200, JSON, header)
             if waiting is not None:
@@ -828,7 +833,7 @@ class HttpFrontend:
         out_headers: list[tuple[bytes, bytes]] = [(b"content-type", JSON)]
         if blobs:
             out_headers[0] = (b"content-type", OCTET_STREAM)
-            out_headers.append((b"inference-header-content-length", str(len(header)).encode()))
+            out_headers.append(_header_length(header))
         coding = pick_encoding(accept)
         if coding is not None:
             payload = compress(header + b"".join(blobs), coding)
