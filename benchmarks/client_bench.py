@@ -14,7 +14,10 @@ plain socket, the answer read but not decoded (server + kernel only). The refere
 time divided by the floor is the best ratio any client could reach.
 
 Usage: ``python benchmarks/client_bench.py [--url HOST:PORT] [--quick]``.
-Prints ``name: ours X, reference Y, ratio R`` lines (ratio > 1: ours is better).
+Prints ``name: ours X, reference Y, ratio R`` lines (ratio > 1: ours is better), after
+a line naming the machine and one naming the interpreter with the time of a fixed
+pure-Python loop (how fast the host runs at that moment: on a shared virtual machine it
+moves by half between runs).
 
 ``--runs N`` (N >= 5 for figures) measures instead the client's CPU, as distributions
 over N runs in which the clients take turns (one run of each figure, ours then the
@@ -67,11 +70,11 @@ import tritonhttp.aio as aio
 try:
     from _common import ADD_A as A
     from _common import ADD_B as B
-    from _common import aio_add_sub_once, line, raw_round_trips, real_triton
+    from _common import aio_add_sub_once, line, machine, raw_round_trips, real_triton
 except ImportError:  # run as a module
     from benchmarks._common import ADD_A as A
     from benchmarks._common import ADD_B as B
-    from benchmarks._common import aio_add_sub_once, line, raw_round_trips, real_triton
+    from benchmarks._common import aio_add_sub_once, line, machine, raw_round_trips, real_triton
 
 #: (req/s, client CPU us/request) of one client in one run
 Measured = tuple[float, float]
@@ -424,6 +427,7 @@ def main() -> None:
         help="async_infer x16 as a window vs tritonhttp.aio x16, this many runs",
     )
     args = ap.parse_args()
+    print(machine())
     if args.window_vs_aio:
         with real_triton(args.url) as url:
             window_runs(url, args.window_vs_aio)
