@@ -314,11 +314,9 @@ class Exchange(ResponseFraming):
         if not size:
             return self._respond_empty(status, content_type, headers)
         self.started = self.finished = True
-        self.make_head(
+        head = self.take_head(
             status, ((b"content-type", content_type), *headers, (b"content-length", b"%d" % size))
         )
-        head = self.head or b""
-        self.head = None
         return self._write_whole(head, parts, size)
 
     def _respond_empty(

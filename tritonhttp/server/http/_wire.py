@@ -179,14 +179,19 @@ class ResponseFraming:
         self.body_left = length if not chunked else -1
         self.head = b"".join(out)
 
+    def take_head(self, status: int, headers: Any) -> bytes:
+        """:meth:`make_head`'s head, returned instead of kept (``head`` is left empty)."""
+        self.make_head(status, headers)
+        head = self.head or b""
+        self.head = None
+        return head
+
     def respond_head(self, status: int, content_type: bytes) -> tuple[bytes, bytes, bool]:
         """Make and keep in :data:`RESPOND_HEADS` the head of a ``status`` response with a
         non-empty ``content_type`` body: (the head up to the Content-Length value, the rest
         of it, keep-alive after it). ``head`` is left empty."""
         key = (status, content_type, self.http10, self.keep_alive)
-        self.make_head(status, ((b"content-type", content_type), (b"content-length", b"1")))
-        head = self.head or b""
-        self.head = None
+        head = self.take_head(status, ((b"content-type", content_type), (b"content-length", b"1")))
         before, _, after = head.partition(b"Content-Length: 1\r\n")
         parts = (before + b"Content-Length: ", b"\r\n" + after, self.keep_alive)
         _remember(RESPOND_HEADS, key, parts)
@@ -198,9 +203,7 @@ class ResponseFraming:
         left empty."""
         key = (answer, self.http10, self.keep_alive, self.head_only)
         status, headers, body = answer
-        self.make_head(status, headers)
-        head = self.head or b""
-        self.head = None
+        head = self.take_head(status, headers)
         made = (head + body if not self.head_only else head, self.keep_alive)
         _remember(ANSWERS, key, made)
         return made
@@ -220,8 +223,7 @@ def direct_heads() -> tuple[bytes, bytes]:
             (b"content-length", b"7777777"),
         ),
     ):
-        framing.make_head(200, headers)
-        head = (framing.head or b"").replace(b"%", b"%%")
+        head = framing.take_head(200, headers).replace(b"%", b"%%")
         made.append(head.replace(b"8888888", b"%d").replace(b"7777777", b"%d"))
     return made[0], made[1]
 
