@@ -197,6 +197,18 @@ PLAIN: dict[str, tuple[str, bytes | str, dict[str, str], int]] = {
         {},
         1,
     ),
+    "a member nested 900 deep": (
+        "echo",
+        '{"extra": '
+        + '{"a":' * 900
+        + "1"
+        + "}" * 900
+        + ', "inputs": ['
+        + json.dumps(_json_input("F", [1.0]))
+        + "]}",
+        {},
+        1,
+    ),
     "requested outputs, one binary": (
         "echo",
         json.dumps(
@@ -306,6 +318,7 @@ PLAIN: dict[str, tuple[str, bytes | str, dict[str, str], int]] = {
 #: requests the server answers itself (the worker declines them, or never sees them)
 REFUSED: dict[str, tuple[str, bytes | str, dict[str, str]]] = {
     "not JSON": ("echo", '{"inputs": [', {}),
+    "nested past the parser's depth": ("echo", '{"inputs": ' + "[" * 5000 + "]" * 5000 + "}", {}),
     "an unknown input": (
         "echo",
         json.dumps({"inputs": [_json_input("F", [1]) | {"name": "X"}]}),

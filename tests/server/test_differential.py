@@ -59,6 +59,16 @@ def raw_tokens(name: str, datatype: str, tokens: str) -> str:
     return head + f'"data":[{tokens}]}}]}}'
 
 
+#: 900 levels of arrays, and of objects (JSON text): deep, within what both servers parse
+DEEP = "[" * 900 + "1" + "]" * 900
+DEEP_OBJECT = '{"a":' * 900 + "1" + "}" * 900
+
+
+def deep(body: str, text: str) -> str:
+    """``body`` with its string ``"<deep>"`` replaced by the JSON ``text``."""
+    return body.replace('"<deep>"', text)
+
+
 def _fp32(values: list[float]) -> bytes:
     return np.array(values, dtype="<f4").tobytes()
 
@@ -998,6 +1008,17 @@ CASES: list[Case] = [
         "simple",
         inputs(tensor("BOGUS", "FP32", [1], [1]), tensor("INPUT0", "FP32", [], [1])),
     ),
+    # nested 900 deep: parsed, and every check after the parse reaches any depth
+    infer("deep-data", "add_sub", deep(input0(data="<deep>"), DEEP)),
+    infer("deep-shape", "add_sub", deep(input0(shape="<deep>"), DEEP)),
+    infer(
+        "deep-request-parameter", "add_sub", deep(add_with(parameters={"p": "<deep>"}), DEEP_OBJECT)
+    ),
+    infer("deep-input-parameter", "add_sub", deep(input0(parameters={"p": "<deep>"}), DEEP_OBJECT)),
+    infer("deep-outputs", "add_sub", deep(add_with(outputs="<deep>"), DEEP)),
+    infer("deep-unknown-member", "add_sub", deep(add_with(extra="<deep>"), DEEP_OBJECT)),
+    post("deep-trace-setting", "/v2/trace/setting", deep(j({"trace_rate": "<deep>"}), DEEP)),
+    post("deep-log-setting", "/v2/logging", deep(j({"extra": "<deep>"}), DEEP_OBJECT)),
 ]
 
 _IDS = [c[0] for c in CASES]

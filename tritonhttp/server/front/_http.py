@@ -186,6 +186,13 @@ def parse_json(data: bytes | bytearray | memoryview, first_wins: bool = False) -
     if skip:
         raw = raw[skip:]  # (a second mark is not skipped)
     try:
+        return _parse(raw, first_wins, skip)
+    except RecursionError as e:
+        raise _too_deep(e, skip) from None
+
+
+def _parse(raw: bytes, first_wins: bool, skip: int) -> Any:
+    try:
         if first_wins:
             return _FIRST_WINS(raw)
         return rapidjson.loads(raw, number_mode=_NM)
@@ -196,6 +203,22 @@ def parse_json(data: bytes | bytearray | memoryview, first_wins: bool = False) -
     except UnicodeDecodeError:
         lone = _lone_low_surrogates(raw)
     return _parse_loosely(raw, lone, first_wins, skip)
+
+
+_DEPTH_OFFSET = re.compile(r"offset (\d+)")
+
+
+def _too_deep(error: RecursionError, skipped: int) -> CoreError:
+    """A document nested deeper than the parser goes (about a thousand arrays or objects,
+    the interpreter's recursion limit) is refused as a syntax error is. Triton's RapidJSON
+    reads any depth, then answers a request without ``inputs`` at the top as such and may
+    crash on deep ``data``."""
+    found = _DEPTH_OFFSET.search(str(error))
+    where = f" at {int(found.group(1)) + skipped}" if found else ""
+    return CoreError(
+        f"failed to parse the request JSON buffer: arrays and objects nested too deeply.{where}",
+        Code.INTERNAL,
+    )
 
 
 def parse_body(body: bytes | bytearray | memoryview) -> Any:

@@ -316,23 +316,31 @@ def _no_repeats(doc: Any, header: bytes, colons: int) -> bool:
 def _colons_in(value: Any) -> int:
     """The ':' of ``value``'s JSON text: one per member, and those inside its strings. A
     list that starts with a number is not looked into (the count is then too small, and
-    taken for a repeated member: safe, only slower)."""
-    if isinstance(value, str):
-        return value.count(":")
-    if isinstance(value, dict):
-        n: int = len(value) + sum(k.count(":") + _colons_in(v) for k, v in value.items())
-        return n
-    if isinstance(value, list) and value:
-        first = value[0]
-        if isinstance(first, str):
-            try:
-                return "".join(value).count(":")  # (a list of strings: BYTES data)
-            except TypeError:
-                pass
-        elif not isinstance(first, (list, dict)):
-            return 0
-        return sum(_colons_in(v) for v in value)
-    return 0
+    taken for a repeated member: safe, only slower). Any depth the parser takes: no
+    recursion."""
+    n = 0
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            n += value.count(":")
+        elif isinstance(value, dict):
+            n += len(value)
+            for k, v in value.items():
+                n += k.count(":")
+                stack.append(v)
+        elif isinstance(value, list) and value:
+            first = value[0]
+            if isinstance(first, str):
+                try:
+                    n += "".join(value).count(":")  # (a list of strings: BYTES data)
+                    continue
+                except TypeError:
+                    pass
+            elif not isinstance(first, (list, dict)):
+                continue
+            stack.extend(value)
+    return n
 
 
 def _parse_doc(
