@@ -80,13 +80,18 @@ def emit_json(settings: Settings, value: Any) -> None:
 
 
 def console(settings: Settings, *, stderr: bool = False) -> Console:
-    """A rich console writing to stdout (or stderr)."""
+    """A rich console writing to stdout (or stderr). Text is printed as it is: tensors,
+    names and messages may hold ``[...]`` or ``:name:``, never rich markup or emoji codes."""
     import sys
 
+    stream = sys.stderr if stderr else settings.stdout
+    return _plain_console(stream, output_width(_plain_console(stream, None)))
+
+
+def _plain_console(stream: Any, width: int | None) -> Console:
     from rich.console import Console
 
-    stream = sys.stderr if stderr else settings.stdout
-    return Console(file=stream, highlight=False, width=output_width(Console(file=stream)))
+    return Console(file=stream, highlight=False, markup=False, emoji=False, width=width)
 
 
 def output_width(probe: Console) -> int | None:
@@ -144,7 +149,7 @@ def _cell_widths(table: Table) -> list[int]:
 
     widths = []
     for column in table.columns:
-        cells = [Text.from_markup(c) if isinstance(c, str) else c for c in column.cells]
+        cells = [Text(c) if isinstance(c, str) else c for c in column.cells]
         lengths = [t.cell_len for t in cells if isinstance(t, Text)]
         widths.append(max([Text(str(column.header)).cell_len, *lengths]))
     return widths
@@ -197,13 +202,11 @@ def middle_ellipsis(text: str, width: int) -> str:
 
 def print_table(settings: Settings, table: Table) -> None:
     """Print a table on stdout, fitted to the output's width (see :func:`fit_table`)."""
-    from rich.console import Console
-
     out = console(settings)
     needed = fit_table(table, out.width)
     if needed > out.width:
         # numbers are never cut: a table whose numbers alone are too wide is printed whole
-        out = Console(file=out.file, highlight=False, width=needed)
+        out = _plain_console(out.file, needed)
     out.print(table)
 
 

@@ -74,6 +74,16 @@ def test_infer_bytes(run_cli: RunCli) -> None:
     }
 
 
+def test_infer_table_shows_values_as_they_are(run_cli: RunCli) -> None:
+    """Text that looks like rich markup or an emoji code is printed, not interpreted."""
+    done = run_cli("infer", "identity_bytes", "-i", 'INPUT0=["[bold]x", ":thumbs_up:", "a[/]"]')
+    assert done.code == 0, done.stderr
+    assert '["[bold]x", ":thumbs_up:", "a[/]"]' in done.stdout
+    inf = run_cli("infer", "add_sub", "-i", "INPUT0=inf,nan,3,4", "-i", "INPUT1=1,2,3,4")
+    assert inf.code == 0, inf.stderr
+    assert "[inf, nan,  6.,  8.]" in inf.stdout
+
+
 def test_infer_non_utf8_bytes_come_back_as_base64(invoke: Invoke, tmp_path: Path) -> None:
     (tmp_path / "blob").write_bytes(b"\xff\x00\x01")
     result = invoke("infer", "identity_bytes", "-i", f"INPUT0=@{tmp_path / 'blob'}", "--json")
