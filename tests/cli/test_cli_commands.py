@@ -280,7 +280,8 @@ def test_infer_through_system_shared_memory(run_cli: RunCli, invoke: Invoke) -> 
     # An error on the way cleans up too.
     failed = invoke("infer", "error_model", "-i", "MODE=0", "--shm", "system")
     assert failed.exit_code == 1
-    assert set(os.listdir("/dev/shm")) - before == set()
+    left = set(os.listdir("/dev/shm")) - before  # (other processes may come and go)
+    assert {name for name in left if name.startswith("triton_cli_")} == set()
     status = json.loads(invoke("shm", "status", "--json").output)
     assert [r for r in status["system"] if r["name"].startswith("triton_cli_")] == []
 
