@@ -343,3 +343,67 @@ def test_full_queue_answers_503(
         )
     assert answers[1] == answers[0]
     assert answers[0][0] == 503
+
+
+_IN0 = '{"name":"INPUT0","data_type":"TYPE_FP32","dims":%s}'
+_IN1 = '{"name":"INPUT1","data_type":"TYPE_FP32","dims":[4]}'
+_OUT = (
+    '"output":[{"name":"OUTPUT0","data_type":"TYPE_FP32","dims":[4]},'
+    '{"name":"OUTPUT1","data_type":"TYPE_FP32","dims":[4]}]'
+)
+
+
+def _add_sub(extra: str = "", dims: str = "[4]", inputs: str = "") -> str:
+    """add_sub's configuration as JSON text, with ``extra`` members after its own."""
+    inputs = inputs or f"[{_IN0 % dims},{_IN1}]"
+    return f'{{"backend":"python","input":{inputs},{_OUT}{extra}}}'
+
+
+#: configuration overrides as users write them by hand, and as Triton's parser reads them
+OVERRIDES = {
+    "nested lists": _add_sub(inputs=f"[[{_IN0 % '[4]'}],[{_IN1}]]"),
+    "nested dims": _add_sub(dims="[[2],[2]]"),
+    "null elements": _add_sub(dims="[null,4]", extra=',"instance_group":[null,[{"count":2}]]'),
+    "an object for a list": _add_sub(extra=',"instance_group":{"count":2}'),
+    "a number for a list": _add_sub(
+        dims="4", extra=',"version_policy":{"specific":{"versions":1}}'
+    ),
+    "a list named twice": f'{{"backend":"python","input":[{_IN0 % "[4]"}],{_OUT},"input":{_IN1}}}',
+    "a number named twice": _add_sub(extra=',"max_batch_size":2,"max_batch_size":4'),
+    "a member named twice in a list's object": _add_sub(
+        extra=',"instance_group":[{"count":2,"count":3}]'
+    ),
+    "a map named twice": _add_sub(
+        extra=',"parameters":{"k":{"string_value":"a"}},"parameters":{"j":{"string_value":"b"}}'
+    ),
+    "nulls": _add_sub(extra=',"instance_group":null,"optimization":null,"max_batch_size":null'),
+    "a map key twice": _add_sub(
+        extra=',"parameters":{"k":{"string_value":"a"},"k":{"string_value":"b"}}'
+    ),
+    "a message named twice": _add_sub(
+        extra=',"dynamic_batching":{},"max_batch_size":4,"dynamic_batching":{}'
+    ),
+    "a list for a number": _add_sub(extra=',"max_batch_size":[4]'),
+    "a list for a message": _add_sub(extra=',"dynamic_batching":[{}]'),
+    "a number for a message in a list": _add_sub(inputs=f"[{_IN0 % '[4]'},1]"),
+}
+
+
+@pytest.mark.parametrize("override", list(OVERRIDES))
+def test_config_override_read_as_triton_reads_it(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any, override: str
+) -> None:
+    repo = model_repo("special")
+    servers = [real_triton_factory(repo, *ARGS), bundled_server_factory(repo, *ARGS)]
+    body = j({"parameters": {"config": OVERRIDES[override]}})
+    try:
+        real, ours = (
+            exchange(s.url, "POST", "/v2/repository/models/add_sub/load", body) for s in servers
+        )
+        assert _same(ours, real) is None, _same(ours, real)
+        if real.status == 200:
+            configs = [exchange(s.url, "GET", "/v2/models/add_sub/config") for s in servers]
+            assert json.loads(configs[1].body) == json.loads(configs[0].body)
+    finally:
+        for s in servers:
+            assert exchange(s.url, "POST", "/v2/repository/models/add_sub/load").status == 200

@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 from google.protobuf import descriptor as _descriptor
-from google.protobuf import json_format, text_format
+from google.protobuf import text_format
 from google.protobuf.message import Message
 
 from ..support import _json
 from ._errors import Code, CoreError
+from ._override import OverrideError, is_repeated, read_override
 from .model_config_pb2 import (
     DataType,
     ModelConfig,
@@ -84,13 +85,12 @@ def read_config(model_dir: Path) -> ModelConfig | None:
 
 
 def parse_override(text: str) -> ModelConfig:
-    """A config given as JSON (load request ``config`` parameter)."""
-    cfg = ModelConfig()
+    """A config given as JSON (load request ``config`` parameter), read as Triton reads
+    it (:mod:`._override`)."""
     try:
-        json_format.Parse(text, cfg)
-    except json_format.ParseError as e:
+        return read_override(text)
+    except OverrideError as e:
         raise PollError(f"failed to parse config override: {e}") from None
-    return cfg
 
 
 def version_policy_versions(cfg: ModelConfig, available: list[int]) -> list[int]:
@@ -265,13 +265,6 @@ def validate_load(cfg: ModelConfig, final: bool = True) -> None:
 _FD = _descriptor.FieldDescriptor
 
 
-def _is_repeated(field: Any) -> bool:
-    flag = getattr(field, "is_repeated", None)  # protobuf >= 6 dropped ``label``
-    if flag is not None:
-        return bool(flag)
-    return bool(field.label == _FD.LABEL_REPEATED)
-
-
 def _scalar(field: Any, value: Any) -> str:
     t = field.type
     if t == _FD.TYPE_ENUM:
@@ -301,7 +294,7 @@ def _message(msg: Message, out: list[str]) -> None:
     first = True
     field: Any
     for field in msg.DESCRIPTOR.fields:
-        repeated = _is_repeated(field)
+        repeated = is_repeated(field)
         is_map = (
             repeated
             and field.type == _FD.TYPE_MESSAGE
