@@ -176,7 +176,9 @@ def test_server_url_parsing_matches_geventhttpclient(url: str, ssl: bool) -> Non
     )
 
 
-@pytest.mark.parametrize("url", ["http://h:1", "https://h", ":80", "h:notaport", "h:1/a b"])
+@pytest.mark.parametrize(
+    "url", ["http://h:1", "https://h", ":80", "h:notaport", "h:1/a b", " h:1", "a b:1", "h\x7f:1"]
+)
 def test_bad_server_urls(url: str) -> None:
     with pytest.raises(tritonhttp.InferenceServerException):
         parse_server_url(url, False)

@@ -40,7 +40,7 @@ def parse_server_url(url: str, ssl: bool) -> ServerAddress:
 
     Raises ``InferenceServerException`` when the URL carries a scheme (as tritonclient
     does); one that is also a ``ValueError`` for an invalid port (tritonclient's
-    ``ValueError`` text), no host or blanks in the path; what tritonclient raised for a
+    ``ValueError`` text), no host, or blanks in the host or the path; what tritonclient raised for a
     ``url`` that is not a ``str`` (``AttributeError``/``TypeError`` of ``startswith``).
     """
     # two calls, as tritonclient: the same error for a url that is not a str
@@ -55,8 +55,10 @@ def parse_server_url(url: str, ssl: bool) -> ServerAddress:
     host = parts.hostname
     if not host:
         raise _InvalidArgument(msg=f"invalid url {url!r}: no host")
+    if _has_blanks(host):
+        raise _InvalidArgument(msg=f"invalid url {url!r}: the host has blanks")
     base = parts.path + (f"?{parts.query}" if parts.query else "")
-    if any(c <= " " or c == "\x7f" for c in base):
+    if _has_blanks(base):
         raise _InvalidArgument(msg=f"invalid url {url!r}: the path has blanks")
     return ServerAddress(
         scheme=scheme,
@@ -64,6 +66,11 @@ def parse_server_url(url: str, ssl: bool) -> ServerAddress:
         port=port if port is not None else (443 if ssl else 80),
         base_path=base.rstrip("/"),
     )
+
+
+def _has_blanks(text: str) -> bool:
+    """Whitespace or control characters (never part of a host or a request target)."""
+    return any(c <= " " or c == "\x7f" for c in text)
 
 
 @functools.lru_cache(maxsize=1024)
