@@ -42,6 +42,10 @@ def _run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
         (["--model-repository", str(MODELS), "--allow-grpc=true"], "gRPC is not implemented"),
         ([], "--model-repository is required"),
         (["--model-repository=/nonexistent/repo"], "the model repository does not exist"),
+        (["--model-repository", __file__], "repository path is not a valid directory"),
+        (["--model-repository", str(MODELS), "--http-port=99999"], "99999 is not a port"),
+        (["--model-repository", str(MODELS), "--metrics-port=-1"], "-1 is not a port"),
+        (["--model-repository", str(MODELS), "--http-port=x"], "invalid int value: 'x'"),
         (
             ["--model-repository", str(MODELS), "--http-restricted-api=model-reposit:k=v"],
             "unknown restricted api 'model-reposit'",

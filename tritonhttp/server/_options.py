@@ -69,6 +69,18 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected a boolean, got '{text}'")
 
 
+def _port(text: str) -> int:
+    """A TCP port, 0 (any free one) to 65535. (tritonserver takes any int and binds it
+    modulo 65536 while it logs the number given.)"""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: '{text}'") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535)")
+    return value
+
+
 @dataclass
 class ServerOptions:
     """Everything ``python -m tritonhttp.server`` can be told (tritonserver's meanings)."""
@@ -175,7 +187,7 @@ def _serving_flags(a: Callable[..., argparse.Action]) -> None:
         help="model repository folder (repeatable; required, no default)",
     )
     a("--http-address", default="127.0.0.1", help="address the HTTP endpoint binds")
-    a("--http-port", type=int, default=8000, help="port of the HTTP endpoint")
+    a("--http-port", type=_port, default=8000, help="port of the HTTP endpoint")
     a("--allow-http", type=_bool, default=True, help="must stay true (HTTP is the only protocol)")
     a("--allow-grpc", type=_bool, default=False, help="must stay false (gRPC is not served)")
     a("--allow-metrics", type=_bool, default=True, help="serve Prometheus metrics")
@@ -184,7 +196,7 @@ def _serving_flags(a: Callable[..., argparse.Action]) -> None:
         default=None,
         help="address of the metrics endpoint (default: the --http-address)",
     )
-    a("--metrics-port", type=int, default=8002, help="port of the metrics endpoint")
+    a("--metrics-port", type=_port, default=8002, help="port of the metrics endpoint")
     a("--metrics-interval-ms", type=int, default=2000, help="how often metrics are updated")
     a(
         "--model-control-mode",
@@ -366,8 +378,10 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
     opts = _plain_options(ns)
     opts.ignored_grpc_flags = grpc_flags
     for repo in opts.model_repositories:
-        if not repo.is_dir():
+        if not repo.exists():
             raise OptionsError(f"failed to stat file {repo}: the model repository does not exist")
+        if not repo.is_dir():
+            raise OptionsError(f"repository path is not a valid directory: {repo}")
     if ns.http_busy_wait_us < 0:
         raise OptionsError("--http-busy-wait-us must not be negative")
     if ns.load_model and ns.model_control_mode != "explicit":
