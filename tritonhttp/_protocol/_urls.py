@@ -40,8 +40,9 @@ def parse_server_url(url: str, ssl: bool) -> ServerAddress:
 
     Raises ``InferenceServerException`` when the URL carries a scheme (as tritonclient
     does); one that is also a ``ValueError`` for an invalid port (tritonclient's
-    ``ValueError`` text), no host, or blanks in the host or the path; what tritonclient raised for a
-    ``url`` that is not a ``str`` (``AttributeError``/``TypeError`` of ``startswith``).
+    ``ValueError`` text), no host, or blanks in the host or the path; what tritonclient
+    raised for a ``url`` that is not a ``str`` (``AttributeError``/``TypeError`` of
+    ``startswith``).
     """
     # two calls, as tritonclient: the same error for a url that is not a str
     if url.startswith("http://") or url.startswith("https://"):  # noqa: PIE810

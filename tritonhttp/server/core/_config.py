@@ -14,7 +14,7 @@ from google.protobuf.message import Message
 
 from ..support import _json
 from ._errors import Code, CoreError
-from ._override import OverrideError, is_repeated, read_override
+from ._override import OverrideError, is_map, is_repeated, read_override
 from .model_config_pb2 import (
     DataType,
     ModelConfig,
@@ -295,11 +295,7 @@ def _message(msg: Message, out: list[str]) -> None:
     field: Any
     for field in msg.DESCRIPTOR.fields:
         repeated = is_repeated(field)
-        is_map = (
-            repeated
-            and field.type == _FD.TYPE_MESSAGE
-            and field.message_type.GetOptions().map_entry
-        )
+        a_map = is_map(field)
         if not repeated and field.containing_oneof is not None:
             if not msg.HasField(field.name):
                 continue
@@ -310,7 +306,7 @@ def _message(msg: Message, out: list[str]) -> None:
         first = False
         out.append(f'"{field.name}":')
         value = getattr(msg, field.name)
-        if is_map:
+        if a_map:
             value_field = field.message_type.fields_by_name["value"]
             out.append("{")
             # Triton's own order is its hash map's (it varies between runs): sorted here

@@ -25,7 +25,7 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from .model_config_pb2 import ModelConfig
 
-__all__ = ["OverrideError", "is_repeated", "read_override"]
+__all__ = ["OverrideError", "is_map", "is_repeated", "read_override"]
 
 
 class OverrideError(Exception):
@@ -64,7 +64,7 @@ def _message(members: _Object, descriptor: Any) -> dict[str, Any]:
             out[name] = _plain(value)  # (protobuf's parser names the unknown field)
         elif value is None:
             continue
-        elif _is_map(field):
+        elif is_map(field):
             _merge_map(out.setdefault(field.name, {}), value, field)
         elif is_repeated(field):
             out.setdefault(field.name, []).extend(_elements(value, field))
@@ -91,9 +91,10 @@ def _by_json_name(descriptor: Any, name: str) -> FieldDescriptor | None:
     return found[0] if found else None
 
 
-def _is_map(field: FieldDescriptor) -> bool:
+def is_map(field: Any) -> bool:
+    """Whether a field is a map (a repeated message of map entries)."""
     message = field.message_type
-    return message is not None and message.GetOptions().map_entry
+    return message is not None and bool(message.GetOptions().map_entry)
 
 
 def _merge_map(into: dict[str, Any], value: Any, field: FieldDescriptor) -> None:
