@@ -224,7 +224,7 @@ def _serving_flags(a: Callable[..., argparse.Action]) -> None:
         "--exit-timeout-secs",
         type=float,
         default=30.0,
-        help="longest wait for in-flight requests at shutdown",
+        help="how long a shutdown may take; what runs past it is cut off (exit status 1)",
     )
 
 

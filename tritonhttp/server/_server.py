@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,6 +94,9 @@ class Server:
         self._stop = asyncio.Event() if sys.version_info >= (3, 10) else None
         self._listeners: list[HttpServer | UvicornServer] = []
         self._poll: asyncio.Task[None] | None = None
+        #: what ``python -m tritonhttp.server`` exits with after :meth:`serve`: 1 when the
+        #: shutdown ran out of ``--exit-timeout-secs`` (as tritonserver does)
+        self.exit_status = 0
 
     def request_stop(self) -> None:
         """Begin a clean shutdown (what SIGINT/SIGTERM do)."""
@@ -135,7 +139,7 @@ class Server:
             try:
                 await listener.listen(host, port)
             except OSError as e:
-                await self._close_servers()
+                await self._close_servers(0.0)
                 await self.repository.shutdown()
                 raise StartupError(_listen_error(app is self.http, host, port, e)) from None
             self._listeners.append(listener)
@@ -178,28 +182,36 @@ class Server:
         ]
         log.info("\n%s", _table(("Option", "Value"), info))
 
-    async def _close_servers(self) -> None:
-        # (what is still in progress after the drain of stop() is cut off after this)
-        timeout = self.options.exit_timeout_secs
-        for listener in self._listeners:
-            with contextlib.suppress(Exception):
-                await listener.shutdown(timeout)
-        self._listeners = []
+    async def _close_servers(self, timeout: float) -> bool:
+        """Stop listening at once; let the connections' requests finish within
+        ``timeout``, then cut off the rest. True when nothing had to be cut off."""
+        listeners, self._listeners = self._listeners, []
+        results = await asyncio.gather(
+            *(listener.shutdown(timeout) for listener in listeners), return_exceptions=True
+        )
+        return all(result is True for result in results)
 
-    async def stop(self) -> None:
-        """Stop accepting, let in-flight requests finish (up to exit-timeout), unload."""
+    async def stop(self) -> bool:
+        """Triton's shutdown within one exit timeout: refuse new connections, let the
+        requests on open ones finish (the server live and ready meanwhile), then unload
+        every model. False when the timeout ran out first."""
+        deadline = time.monotonic() + self.options.exit_timeout_secs
         if self._poll is not None:
             self._poll.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._poll
+        in_time = await self._close_servers(self.options.exit_timeout_secs)
         self.repository.live = False
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.http.wait_idle(), self.options.exit_timeout_secs)
-        await self._close_servers()
-        await self.repository.shutdown()
+        try:
+            await asyncio.wait_for(
+                self.repository.shutdown(), max(0.0, deadline - time.monotonic())
+            )
+        except asyncio.TimeoutError:
+            in_time = False
         self.python_backend.close()
         self.core.shm.close()
         self.core.tracer.close()
+        return in_time
 
     async def serve(self) -> None:
         """Run until SIGINT/SIGTERM (or :meth:`request_stop`)."""
@@ -216,8 +228,13 @@ class Server:
             await self._stop.wait()
         finally:
             log.info("Waiting for in-flight requests to complete.")
-            await self.stop()
-            log.info("All models are stopped, unloading models")
+            if await self.stop():
+                log.info("All models are stopped, unloading models")
+            else:
+                log.error(
+                    "failed to stop server: Internal - Exit timeout expired. Exiting immediately."
+                )
+                self.exit_status = 1
 
     def _on_signal(self, sig: signal.Signals) -> None:
         """The first SIGINT/SIGTERM starts a clean stop and says what it waits for; a
@@ -273,7 +290,9 @@ def raise_open_file_limit(cap: int = OPEN_FILES_CAP) -> None:
 
 
 def run(options: ServerOptions) -> int:
-    """Configure logging, run the server on uvloop (when available); the exit status."""
+    """Configure logging, run the server on uvloop (when available); the exit status.
+
+    A shutdown that the exit timeout cut off ends the process there (status 1)."""
     raise_open_file_limit()
     configure_logging(
         options.log_verbose, options.log_info, options.log_warning, options.log_error,
@@ -299,4 +318,11 @@ def run(options: ServerOptions) -> int:
         log.error("%s", e)
         print(str(e), file=sys.stderr)
         return 1
+    if server.exit_status:
+        # cut off by the exit timeout: end at once, as tritonserver does, without waiting
+        # for model code still running in this process's threads
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(server.exit_status)
     return 0

@@ -228,8 +228,6 @@ class HttpFrontend:
         }
         self.forward = re.compile(forward_pattern, re.IGNORECASE) if forward_pattern else None
         self.in_flight = 0
-        #: futures of ``wait_idle`` callers, settled when no request is in flight
-        self._idle_waiters: list[asyncio.Future[None]] = []
         self.accepting = True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -255,11 +253,6 @@ class HttpFrontend:
                 )
         finally:
             self.in_flight -= 1
-            if self.in_flight == 0 and self._idle_waiters:
-                for waiter in self._idle_waiters:
-                    if not waiter.done():
-                        waiter.set_result(None)
-                self._idle_waiters.clear()
 
     def immediate_answer(self, scope: Scope) -> Answer | None:
         """The answer to server liveness or readiness, for the bundled HTTP server to send
@@ -277,13 +270,6 @@ class HttpFrontend:
         repo = self.core.repository
         ok = repo.live if which == "live" else repo.server_ready()
         return _HEALTHY if ok else _UNHEALTHY
-
-    async def wait_idle(self) -> None:
-        """Return once no request is in flight."""
-        if self.in_flight:
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._idle_waiters.append(waiter)
-            await waiter
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -75,6 +75,8 @@ class Connection(asyncio.Protocol):
         self._refused = False
         #: a request that closes the connection has been read: nothing after it is parsed
         self._closing = False
+        #: the server is shutting down: every request read from now on closes
+        self._draining = False
         #: the data since the start of the request being read, while in its head (None
         #: when that start is not known), and how many requests began in it
         self._since: list[bytes] | None = None
@@ -200,8 +202,10 @@ class Connection(asyncio.Protocol):
             transport.close()
 
     def shutdown(self) -> None:
-        """Close when idle; a request in progress finishes first (and closes)."""
-        if self.current is None and not self.queue:
+        """Close when idle; a request in progress, or one sent after it, finishes first
+        (and closes)."""
+        self._draining = True
+        if self.current is None and not self.queue and self._parsing is None:
             self.transport.close()
             return
         for ex in self.queue:
@@ -288,6 +292,8 @@ class Connection(asyncio.Protocol):
         urls = self._url
         url = urls[0] if len(urls) == 1 else b"".join(urls)
         ex.open(self.parser, url, self._headers, self._raw_names, self._local, self._client)
+        if self._draining:
+            ex.keep_alive = False
         poll = self._poll
         if poll is not None:
             # the client sends back to back: worth polling for its next request

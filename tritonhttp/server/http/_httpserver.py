@@ -60,8 +60,10 @@ class HttpServer:
         """The ports listened on (useful with port 0)."""
         return [s.getsockname()[1] for listener in self._listeners for s in listener.sockets or ()]
 
-    async def shutdown(self, timeout: float | None = None) -> None:
-        """Stop listening, let requests in progress finish (up to ``timeout``), close."""
+    async def shutdown(self, timeout: float | None = None) -> bool:
+        """Stop listening at once, close idle connections, let the requests in progress
+        (and those already sent on their connections) finish, up to ``timeout``; then
+        close what is left. True when every connection ended in time."""
         for listener in self._listeners:
             listener.close()
         for conn in list(self.connections):
@@ -69,6 +71,7 @@ class HttpServer:
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.connections and (deadline is None or time.monotonic() < deadline):
             await asyncio.sleep(0.01)
+        in_time = not self.connections
         for conn in list(self.connections):
             conn.transport.abort()
         for task in list(self.tasks):
@@ -76,3 +79,4 @@ class HttpServer:
         for listener in self._listeners:
             await listener.wait_closed()
         self._listeners = []
+        return in_time

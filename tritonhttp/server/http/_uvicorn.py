@@ -58,11 +58,16 @@ class UvicornServer:
             raise OSError(f"uvicorn could not listen on {host}:{port}")
         self._servers.append(server)
 
-    async def shutdown(self, timeout: float | None = None) -> None:
-        """Stop serving, letting requests in progress finish (up to ``timeout``)."""
+    async def shutdown(self, timeout: float | None = None) -> bool:
+        """Stop serving, letting requests in progress finish (up to ``timeout``); True
+        when every connection ended in time."""
         for server in self._servers:
             server.should_exit = True
             server.config.timeout_graceful_shutdown = timeout
+        in_time = True
         for server in self._servers:
             await server.shutdown()
+            state = server.server_state
+            in_time = in_time and not (state.connections or state.tasks)
         self._servers = []
+        return in_time
