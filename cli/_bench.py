@@ -29,6 +29,10 @@ from ._settings import Settings, json_flag
 __all__ = ["bench", "parse_levels"]
 
 
+#: The most levels a list or range may give (a sweep is measured level by level).
+MAX_LEVELS = 100_000
+
+
 def parse_levels(text: str, what: str, integer: bool) -> list[float]:
     """``"1,2,4"`` or ``"START:END[:STEP]"`` (inclusive) -> levels."""
     levels: list[float] = []
@@ -36,7 +40,7 @@ def parse_levels(text: str, what: str, integer: bool) -> list[float]:
         for part in text.split(","):
             part = part.strip()
             if ":" in part:
-                bounds = [float(x) for x in part.split(":")]
+                bounds = [_finite(x, what) for x in part.split(":")]
                 if len(bounds) not in (2, 3):
                     raise ValueError(part)
                 start, end = bounds[0], bounds[1]
@@ -44,9 +48,13 @@ def parse_levels(text: str, what: str, integer: bool) -> list[float]:
                 if step <= 0 or end < start:
                     raise ValueError(part)
                 count = math.floor((end - start) / step + 1e-9) + 1
+                if len(levels) + count > MAX_LEVELS:
+                    raise click.BadParameter(
+                        f"{text!r} gives more than {MAX_LEVELS:,} levels", param_hint=what
+                    )
                 levels.extend(start + i * step for i in range(count))
             elif part:
-                levels.append(float(part))
+                levels.append(_finite(part, what))
     except ValueError:
         raise click.BadParameter(
             f"expected a list like 1,2,4 or a range START:END[:STEP], got {text!r}",
@@ -57,6 +65,13 @@ def parse_levels(text: str, what: str, integer: bool) -> list[float]:
     if integer and any(v != int(v) for v in levels):
         raise click.BadParameter("concurrency levels must be whole numbers", param_hint=what)
     return levels
+
+
+def _finite(text: str, what: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{text.strip()!r} is not a finite number", param_hint=what)
+    return value
 
 
 def _check_usage(options: dict[str, Any], json_output: bool) -> None:

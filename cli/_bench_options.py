@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from ._types import FiniteFloatRange
+
 __all__ = [
     "export_options",
     "input_options",
@@ -67,7 +69,7 @@ load_options = _apply(
         click.option(
             "--latency-threshold",
             "-l",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloatRange(min=0, min_open=True),
             metavar="MS",
             help="Stop the sweep at a level whose latency reaches MS.",
         ),
@@ -118,7 +120,7 @@ measurement_options = _apply(
         click.option(
             "--stability-percentage",
             "-s",
-            type=click.FloatRange(min=0),
+            type=FiniteFloatRange(min=0),
             default=10.0,
             show_default=True,
             help="Three windows agreeing within this percentage are stable.",
@@ -139,7 +141,7 @@ measurement_options = _apply(
         click.option(
             "--duration",
             "-d",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloatRange(min=0, min_open=True),
             metavar="SECONDS",
             help="One window of SECONDS per level (no stability runs).",
         ),
@@ -153,7 +155,7 @@ measurement_options = _apply(
         ),
         click.option(
             "--warmup",
-            type=click.FloatRange(min=0),
+            type=FiniteFloatRange(min=0),
             default=0.5,
             show_default=True,
             metavar="SECONDS",
@@ -316,7 +318,7 @@ export_options = _apply(
         ),
         click.option(
             "--progress-interval",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloatRange(min=0, min_open=True),
             default=10.0,
             show_default=True,
             metavar="SECONDS",
@@ -374,7 +376,7 @@ streaming_options = _apply(
         ),
         click.option(
             "--synthetic-input-tokens-stddev",
-            type=click.FloatRange(min=0),
+            type=FiniteFloatRange(min=0),
             default=0.0,
             show_default=True,
             help="Streaming: spread of the prompt lengths.",
@@ -386,7 +388,7 @@ streaming_options = _apply(
         ),
         click.option(
             "--output-tokens-stddev",
-            type=click.FloatRange(min=0),
+            type=FiniteFloatRange(min=0),
             default=0.0,
             show_default=True,
             help="Streaming: spread of the tokens asked for.",

@@ -16,6 +16,7 @@ import click
 from ._help import SentenceGroup
 from ._render import emit_json
 from ._settings import Settings, json_flag
+from ._types import FiniteFloatRange
 
 if TYPE_CHECKING:
     import tritonhttp
@@ -24,14 +25,14 @@ __all__ = ["health"]
 
 _WAIT = click.option(
     "--wait",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=0.0,
     metavar="SECONDS",
     help="Keep polling until healthy or SECONDS have passed.",
 )
 _INTERVAL = click.option(
     "--interval",
-    type=click.FloatRange(min=0.01),
+    type=FiniteFloatRange(min=0.01),
     default=0.2,
     show_default=True,
     metavar="SECONDS",

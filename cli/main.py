@@ -17,6 +17,7 @@ import click
 from ._errors import run_guarded
 from ._help import SentenceGroup
 from ._settings import Settings, parse_header
+from ._types import FiniteFloatRange
 
 __all__ = ["cli", "main"]
 
@@ -88,7 +89,7 @@ class _LazyGroup(SentenceGroup):
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True),
     default=60.0,
     show_default=True,
     help="Seconds to connect, and for each network read or write.",
