@@ -272,7 +272,8 @@ def _choose_mode(plan: Plan, target: Target) -> str:
 
 
 def run_bench(settings: Settings, model: str, options: dict[str, Any]) -> None:
-    """The whole non-streaming run."""
+    """The whole non-streaming run. Ctrl-C stops it: the levels measured until then are
+    reported and written, then the run ends as interrupted (exit 130)."""
     plan = _plan(options)
     pool = int(max(plan.levels)) if plan.load == "concurrency" else plan.max_threads
     with (
@@ -284,10 +285,33 @@ def run_bench(settings: Settings, model: str, options: dict[str, Any]) -> None:
         batch = options["batch_size"] if io.batches else 1
         measure = measure_options(options, batch, settings)
         stats = server_stats(client, model, target.version, settings.request_headers)
-        results = _sweep(settings, target, plan, mode, measure, stats, options)
+        results, interrupted = _sweep(settings, target, plan, mode, measure, stats, options)
     from ._bench_outputs import write_outputs
 
-    write_outputs(settings, model, plan.load, results, options, {"mode": mode, "batch_size": batch})
+    extra = {"mode": mode, "batch_size": batch}
+    if not interrupted:
+        write_outputs(settings, model, plan.load, results, options, extra)
+        return
+    report_interrupted(lambda: write_outputs(settings, model, plan.load, results, options, extra))
+
+
+def report_interrupted(write: Callable[[], None]) -> None:
+    """After Ctrl-C: write what was measured (a failed-requests error is shown, not
+    raised), then end as interrupted."""
+    try:
+        write()
+    except CliError as e:
+        e.show()
+    raise KeyboardInterrupt
+
+
+def interrupted_note(what: str | None, measured: int) -> None:
+    """The line on stderr saying what Ctrl-C cut short and what is reported."""
+    if measured == 0:
+        return  # nothing to report: "Error: interrupted" says it all
+    cut = f"Interrupted during {what}: that level is left out; " if what else "Interrupted; "
+    levels = "the level measured is" if measured == 1 else f"the {measured} levels measured are"
+    click.echo(f"{cut}{levels} reported.", err=True)
 
 
 def _sweep(
@@ -298,16 +322,24 @@ def _sweep(
     measure: MeasureOptions,
     stats: Callable[[], Snapshot],
     options: dict[str, Any],
-) -> list[LevelResult]:
+) -> tuple[list[LevelResult], bool]:
+    """Measure the levels: (the results, whether Ctrl-C cut the sweep short)."""
     from ._bench_progress import progress_bar
 
     results: list[LevelResult] = []
     show = not settings.json_output and options["report_path"] != "-"
     sampler = _sampler(settings, target.model, options)
+    current: list[str] = []  # the level being measured
+    interrupted = False
     with progress_bar(settings, options["progress_interval"]) as start:
 
         def run(level: float) -> tuple[LevelResult, bool]:
+            current[:] = [_level_name(plan.load, level)]
             result, over = _level(target, plan, mode, measure, stats, level, start, sampler)
+            # kept before it is shown, so that Ctrl-C cannot leave a shown level out
+            if options["binary_search"] or (result.stable and not over):
+                results.append(result)
+            current.clear()
             if show and result.stable and not over:
                 from ._bench_report import level_text
 
@@ -316,27 +348,37 @@ def _sweep(
                 )
             return result, over
 
-        if options["binary_search"]:
-            results = _binary_search(plan, run, measure)
-        else:
-            for level in plan.levels:
-                result, over = run(level)
-                if over or not result.stable:
-                    _stop_note(result, measure, over)
-                    break
-                results.append(result)
+        try:
+            if options["binary_search"]:
+                _binary_search(plan, run)
+            else:
+                for level in plan.levels:
+                    result, over = run(level)
+                    if over or not result.stable:
+                        _stop_note(result, measure, over)
+                        break
+        except KeyboardInterrupt:
+            interrupted = True
+            if sampler is not None and current:
+                sampler.stop()  # the level in progress is left out: just end its sampling
     sys.stderr.flush()
+    if interrupted:
+        interrupted_note(current[0] if current else None, len(results))
+        if not results:
+            raise KeyboardInterrupt
+        return results, True
     if not results:
-        raise CliError("no level gave a stable measurement within the latency limit")
-    return results
+        within = " within the latency limit" if measure.latency_threshold_ms is not None else ""
+        raise CliError(f"no level gave a stable measurement{within}")
+    return results, False
+
+
+def _level_name(load: str, level: float) -> str:
+    return f"concurrency {int(level)}" if load == "concurrency" else f"request rate {level:g}"
 
 
 def _stop_note(result: LevelResult, measure: MeasureOptions, over: bool) -> None:
-    what = (
-        f"concurrency {int(result.level)}"
-        if result.load == "concurrency"
-        else f"request rate {result.level:g}"
-    )
+    what = _level_name(result.load, result.level)
     if over:
         click.echo(
             f"Measured latency went over the set limit of "
@@ -404,23 +446,19 @@ def _sampler(settings: Settings, model: str, options: dict[str, Any]) -> Any:
     return MetricsSampler(settings, url, options["metrics_interval"] / 1000, model)
 
 
-def _binary_search(
-    plan: Plan, run: Callable[[float], tuple[LevelResult, bool]], measure: MeasureOptions
-) -> list[LevelResult]:
+def _binary_search(plan: Plan, run: Callable[[float], tuple[LevelResult, bool]]) -> None:
     """The highest level in [first, last] whose latency stays under -l (perf_analyzer's
-    --binary-search): every level measured is kept, in the order measured."""
+    --binary-search); ``run`` keeps every level measured, in the order measured."""
     low, high = plan.levels[0], plan.levels[-1]
     step = (plan.levels[1] - plan.levels[0]) if len(plan.levels) > 1 else 1.0
     integer = plan.load == "concurrency"
-    results: list[LevelResult] = []
 
     def good(level: float) -> bool:
         result, over = run(level)
-        results.append(result)
         return result.stable and not over
 
     if not good(low) or good(high):
-        return results
+        return
     while high - low > step:
         middle = (low + high) / 2
         if integer:
@@ -429,4 +467,3 @@ def _binary_search(
             low = middle
         else:
             high = middle
-    return results

@@ -219,8 +219,12 @@ def _drive(
     begin = time.perf_counter()
     for thread in pool:
         thread.start()
-    for thread in pool:
-        thread.join()
+    try:
+        for thread in pool:
+            thread.join()
+    except KeyboardInterrupt:
+        stop.set()  # no new requests; those in flight end with the process
+        raise
     end = max((r.end for r in records), default=begin)
     return records, end - begin
 
@@ -313,25 +317,42 @@ def run_streaming(settings: Settings, model: str, options: dict[str, Any]) -> No
     """The whole ``--streaming`` run: every level, then the outputs."""
     from ._bench_progress import progress_bar
     from ._bench_prompts import parse_goodput
-    from ._bench_run import _plan
+    from ._bench_run import _level_name, _plan, interrupted_note, report_interrupted
 
     goodput = parse_goodput(options["goodput"])
     plan = _plan(options)
     pool = int(max(plan.levels)) if plan.load == "concurrency" else plan.max_threads
     results = []
+    current: str | None = None  # the level being measured
+    interrupted = False
     with settings.client(concurrency=pool) as client:
         stream = _setup(settings, client, model, options)
         first = stream.one()
         if first.error is not None:
             raise CliError(first.error)
         with progress_bar(settings, options["progress_interval"]) as start:
-            for level in plan.levels:
-                name = f"concurrency {int(level)}" if plan.load == "concurrency" else f"{level:g}/s"
-                records, span, client = _level(stream, plan.load, level, options, start(name))
-                metrics = compute_metrics(records, span, goodput)
-                if options["verbose"]:  # the client's own cost: is it the limit?
-                    metrics.update(client)
-                results.append((level, records, metrics))
+            try:
+                for level in plan.levels:
+                    current = _level_name(plan.load, level)
+                    name = (
+                        f"concurrency {int(level)}"
+                        if plan.load == "concurrency"
+                        else f"{level:g}/s"
+                    )
+                    records, span, client = _level(stream, plan.load, level, options, start(name))
+                    metrics = compute_metrics(records, span, goodput)
+                    if options["verbose"]:  # the client's own cost: is it the limit?
+                        metrics.update(client)
+                    results.append((level, records, metrics))
+                    current = None
+            except KeyboardInterrupt:
+                interrupted = True
     from ._bench_stream_report import write_stream_outputs
 
-    write_stream_outputs(settings, model, plan.load, results, options)
+    if not interrupted:
+        write_stream_outputs(settings, model, plan.load, results, options)
+        return
+    interrupted_note(current, len(results))
+    if not results:
+        raise KeyboardInterrupt
+    report_interrupted(lambda: write_stream_outputs(settings, model, plan.load, results, options))

@@ -1,10 +1,131 @@
-"""The command line at its edges, through the installed script: numbers that are not
-finite."""
+"""``bench`` at its edges, through the installed script: Ctrl-C in the middle of a sweep,
+numbers that are not finite, output paths that cannot be written, and perf_analyzer
+input files at the limits of the format."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
 import pytest
-from cli_helpers import run_script
+from cli_helpers import SCRIPT, Run, run_script
+from conftest import Server
+
+
+def _interrupt(url: str, args: list[str], after: str, cwd: Path, on_stderr: bool = False) -> Run:
+    """Run ``bench`` and send SIGINT once ``after`` has appeared on its stdout (or
+    stderr)."""
+    process = subprocess.Popen(
+        [str(SCRIPT), "--url", url, "bench", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+    )
+    watched = process.stderr if on_stderr else process.stdout
+    assert watched is not None
+    seen = ""
+    deadline = time.monotonic() + 120
+    while after not in seen and time.monotonic() < deadline:
+        line = watched.readline()
+        if not line:
+            break
+        seen += line
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    return Run(
+        process.returncode, out if on_stderr else seen + out, seen + err if on_stderr else err
+    )
+
+
+@pytest.mark.parametrize("shm", ["none", "system"])
+def test_ctrl_c_reports_the_levels_measured(triton: Server, tmp_path: Path, shm: str) -> None:
+    done = _interrupt(
+        triton.url,
+        [
+            "add_sub",
+            "-c",
+            "1:50",
+            "-d",
+            "0.3",
+            "--warmup",
+            "0",
+            "--shared-memory",
+            shm,
+            "-f",
+            "perf.csv",
+            "--profile-export-file",
+            "export.json",
+        ],
+        after="Request concurrency: 3",
+        cwd=tmp_path,
+    )
+    assert done.code == 130, done.stderr
+    assert done.stderr.strip().endswith("Error: interrupted"), done.stderr
+    # "Interrupted during concurrency N: that level is left out; ..." (or, between two
+    # levels, "Interrupted; ...")
+    assert "levels measured are reported" in done.stderr.splitlines()[0], done.stderr
+    # every level measured is in the table and the files; the one cut short is not
+    rows = (tmp_path / "perf.csv").read_text().splitlines()
+    levels = sorted(int(row.split(",")[0]) for row in rows[1:])
+    assert levels[:3] == [1, 2, 3] and levels == list(range(1, len(levels) + 1))
+    assert len(levels) < 50
+    assert "add_sub: times in ms" in done.stdout
+    assert (tmp_path / "export.json").is_file()
+    # nothing left behind
+    assert not [
+        n for n in os.listdir("/dev/shm") if n.startswith(f"triton_cli_bench_{os.getpid()}")
+    ]
+    status = run_script(["--url", triton.url, "shm", "status", "--json"]).json()
+    assert not [r for r in status["system"] if r["name"].startswith("triton_cli_bench_")]
+
+
+def test_ctrl_c_before_any_level_ends_is_just_interrupted(triton: Server, tmp_path: Path) -> None:
+    done = _interrupt(
+        triton.url,
+        ["add_sub", "-d", "30", "--warmup", "0", "-f", "perf.csv", "--progress-interval", "0.2"],
+        after="bench: concurrency 1",  # the first level is under way
+        cwd=tmp_path,
+        on_stderr=True,
+    )
+    assert done.code == 130 and done.stderr.strip().endswith("interrupted"), done.stderr
+    assert not (tmp_path / "perf.csv").exists()
+
+
+def test_ctrl_c_in_streaming_mode(triton: Server, tmp_path: Path) -> None:
+    done = _interrupt(
+        triton.url,
+        [
+            "text_stream",
+            "--streaming",
+            "-c",
+            "1:50",
+            "-d",
+            "0.4",
+            "--warmup",
+            "0",
+            "--synthetic-input-tokens-mean",
+            "3",
+            "--progress-interval",
+            "0.05",
+            "--profile-export-file",
+            "export.json",
+        ],
+        after="bench: concurrency 3:",
+        cwd=tmp_path,
+        on_stderr=True,
+    )
+    assert done.code == 130, done.stderr
+    assert "Interrupted during concurrency 3: that level is left out" in done.stderr
+    assert "the 2 levels measured are reported" in done.stderr
+    assert "text_stream, concurrency 2" in done.stdout
+    assert "concurrency 3" not in done.stdout
+    export = json.loads((tmp_path / "export.json").read_text())
+    assert [e["concurrency"] for e in export["experiments"]] == [1, 2]
 
 
 @pytest.mark.parametrize(
