@@ -12,6 +12,8 @@ table, CSV, JSON), ``_bench_stream`` (streaming mode), ``_bench_metrics``
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 from typing import Any
 
 import click
@@ -88,10 +90,58 @@ def _check_usage(options: dict[str, Any], json_output: bool) -> None:
         raise click.UsageError("--binary-search needs -l/--latency-threshold")
     if options["streaming"] and options["shared_memory"] != "none":
         raise click.UsageError("--streaming sends text through generate_stream: no shared memory")
+    if options["streaming"] and options["report_path"]:
+        raise click.UsageError(
+            "-f writes perf_analyzer's CSV, which --streaming does not make: "
+            "use --profile-export-file (its CSV is written beside it)"
+        )
     if options["plot_path"]:
         from ._plot import check_available
 
         check_available()
+    _check_output_paths(options)
+
+
+def _check_output_paths(options: dict[str, Any]) -> None:
+    """Every file the run will write: refused before any load when it cannot be written
+    or when two outputs would land in the same file."""
+    named: list[tuple[str, Path]] = []
+    if options["report_path"] and options["report_path"] != "-":
+        named.append(("-f", Path(options["report_path"])))
+    if options["export_path"]:
+        export = Path(options["export_path"])
+        if export.with_suffix(".csv") == export:
+            raise click.UsageError(
+                f"--profile-export-file {export}: its CSV is written beside it as "
+                f"{export.with_suffix('.csv')}: give a .json path"
+            )
+        named.append(("--profile-export-file", export))
+        named.append(("the CSV beside --profile-export-file", export.with_suffix(".csv")))
+    if options["plot_path"]:
+        named.append(("--plot", Path(options["plot_path"])))
+    seen: dict[Path, str] = {}
+    for what, path in named:
+        key = Path(os.path.abspath(path))
+        if key in seen:
+            raise click.UsageError(
+                f"{seen[key]} and {what} would both write {path}: give them different files"
+            )
+        seen[key] = what
+        problem = _unwritable(path)
+        if problem:
+            raise click.UsageError(f"{what}: cannot write {path}: {problem}")
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why ``path`` cannot be written, or None."""
+    if path.is_dir():
+        return "it is a directory"
+    folder = path.parent
+    if not folder.is_dir():
+        return f"no directory {folder}"
+    if path.exists():
+        return None if os.access(path, os.W_OK) else "permission denied"
+    return None if os.access(folder, os.W_OK | os.X_OK) else f"permission denied in {folder}"
 
 
 @click.command()

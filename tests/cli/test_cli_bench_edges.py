@@ -150,3 +150,44 @@ def test_numbers_that_are_not_finite_are_usage_errors(args: list[str]) -> None:
     done = run_script(["--url", "127.0.0.1:9", *args], timeout=30)
     assert done.code == 2, (args, done.stderr)
     assert "finite" in done.stderr or "levels" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-f", "."], "-f: cannot write .: it is a directory"),
+        (["-f", "no/such/dir/perf.csv"], "no directory no/such/dir"),
+        (["--profile-export-file", "no/such/p.json"], "no directory no/such"),
+        (["--profile-export-file", "p.csv"], "give a .json path"),
+        (
+            ["-f", "perf.csv", "--profile-export-file", "perf.json"],
+            "-f and the CSV beside --profile-export-file would both write perf.csv",
+        ),
+        (["-f", "out.png", "--plot", "./out.png"], "-f and --plot would both write"),
+        (["--streaming", "-f", "perf.csv"], "use --profile-export-file"),
+    ],
+)
+def test_output_files_are_checked_before_any_load(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    # the server is not even contacted (nothing listens on port 9): a long sweep no
+    # longer ends in "cannot write", and one output no longer overwrites another
+    done = subprocess.run(
+        [str(SCRIPT), "--url", "127.0.0.1:9", "bench", "m", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr, done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unwritable_file(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    if os.access(locked, os.W_OK):
+        pytest.skip("running as a user who may write anywhere")
+    done = run_script(["--url", "127.0.0.1:9", "bench", "m", "-f", str(locked / "perf.csv")])
+    assert done.code == 2 and "permission denied" in done.stderr, done.stderr
