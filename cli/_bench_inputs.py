@@ -166,25 +166,31 @@ def _decode_b64(value: Any, where: str) -> bytes:
         raise InputError(f"{where}: invalid base64: {e}") from None
 
 
-def _json_tensor(value: Any, spec: TensorSpec, default_dims: list[int] | None, where: str) -> Any:
-    """One tensor of a step (no batch dimension) from its JSON value."""
+def _json_tensor(
+    value: Any,
+    spec: TensorSpec,
+    default_dims: list[int] | None,
+    model_dims: list[int],
+    where: str,
+) -> Any:
+    """One tensor of a step (no batch dimension) from its JSON value: a list,
+    ``{"b64": ...}`` or ``{"content": ..., }``, the objects with an optional ``"shape"``
+    that must fit the model's dims ``model_dims``."""
     import numpy as np
 
     from tritonhttp.utils import triton_to_np_dtype
 
     dims = default_dims
     content = value
-    if isinstance(value, dict) and "b64" not in value:
-        if "content" not in value:
+    if isinstance(value, dict):
+        if "b64" in value:
+            content = {"b64": value["b64"]}
+        elif "content" in value:
+            content = value["content"]
+        else:
             raise InputError(f'{where}: an object value needs "content" (and optional "shape")')
-        content = value["content"]
         if "shape" in value:
-            shape = value["shape"]
-            if not isinstance(shape, list) or not all(
-                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
-            ):
-                raise InputError(f'{where}: "shape" must be a list of whole numbers')
-            dims = shape
+            dims = _json_shape(value["shape"], model_dims, where)
     if dims is None:
         raise InputError(f'{where}: the input has variable dims: give "shape" or --shape')
     count = math.prod(dims)
@@ -216,6 +222,19 @@ def _json_tensor(value: Any, spec: TensorSpec, default_dims: list[int] | None, w
     return _elements_array(elements, spec.datatype, dims, where)
 
 
+def _json_shape(shape: Any, model_dims: list[int], where: str) -> list[int]:
+    """A ``"shape"`` of the file, checked against the model's dims (without batch)."""
+    if not isinstance(shape, list) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+    ):
+        raise InputError(f'{where}: "shape" must be a list of whole numbers')
+    if len(shape) != len(model_dims) or any(
+        m >= 0 and m != d for m, d in zip(model_dims, shape, strict=True)
+    ):
+        raise InputError(f'{where}: "shape" {shape} does not fit the model\'s dims {model_dims}')
+    return shape
+
+
 def _elements_array(elements: list[Any], datatype: str, dims: list[int], where: str) -> Any:
     import numpy as np
 
@@ -244,24 +263,38 @@ def _elements_array(elements: list[Any], datatype: str, dims: list[int], where: 
         raise InputError(f"{where}: {e}") from None
 
 
+#: Keys of a step that name no tensor (perf_analyzer accepts them too).
+_NOT_TENSORS = frozenset({"model"})
+
+
 def _json_step(
     entry: Any,
     specs: dict[str, TensorSpec],
-    dims: dict[str, list[int] | None],
+    ctx: _Context,
     where: str,
     required: frozenset[str] | None,
 ) -> dict[str, Any]:
     """The tensors of one step; a name missing from it is an error unless ``required``
-    is None (validation data) or the name is not in it (optional inputs)."""
+    is None (validation data) or the name is not in it (optional inputs). A name the
+    model does not have is an error (a misspelt optional input would be left out)."""
     if not isinstance(entry, dict):
         raise InputError(f"{where}: a step must be an object mapping tensor names to values")
+    unknown = [k for k in entry if k not in specs and k not in _NOT_TENSORS]
+    if unknown:
+        kind = "inputs" if required is not None else "outputs"
+        raise InputError(
+            f"{where}: model '{ctx.io.name}' has no {kind[:-1]} '{unknown[0]}' "
+            f"({kind}: {', '.join(specs)})"
+        )
     tensors: dict[str, Any] = {}
     for name, spec in specs.items():
         if name not in entry:
             if required is not None and name in required:
                 raise InputError(f"{where}: no value for input '{name}'")
             continue
-        tensors[name] = _json_tensor(entry[name], spec, dims[name], f"{where} '{name}'")
+        tensors[name] = _json_tensor(
+            entry[name], spec, ctx.dims[name], _inner_dims(ctx.io, spec), f"{where} '{name}'"
+        )
     return tensors
 
 
@@ -309,9 +342,9 @@ def _read_json_file(path: Path, ctx: _Context) -> tuple[list[list[Step]], bool]:
         for j, entry in enumerate(stream):
             where = f"{path.name} " + (f"stream {i} step {j}" if as_streams else f"step {j}")
             needed = frozenset(ctx.io.inputs) - ctx.options.optional
-            arrays = _json_step(entry, ctx.io.inputs, ctx.dims, where, needed)
+            arrays = _json_step(entry, ctx.io.inputs, ctx, where, needed)
             check = (
-                _json_step(expected[i][j], ctx.io.outputs, ctx.dims, where + " validation", None)
+                _json_step(expected[i][j], ctx.io.outputs, ctx, where + " validation", None)
                 if expected[i][j]
                 else {}
             )

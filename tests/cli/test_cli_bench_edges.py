@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import SCRIPT, Run, run_script
-from conftest import Server
+from conftest import RunCli, Server
 
 
 def _interrupt(url: str, args: list[str], after: str, cwd: Path, on_stderr: bool = False) -> Run:
@@ -191,3 +191,67 @@ def test_unwritable_file(tmp_path: Path) -> None:
         pytest.skip("running as a user who may write anywhere")
     done = run_script(["--url", "127.0.0.1:9", "bench", "m", "-f", str(locked / "perf.csv")])
     assert done.code == 2 and "permission denied" in done.stderr, done.stderr
+
+
+def _b64(raw: bytes) -> str:
+    import base64
+
+    return base64.b64encode(raw).decode()
+
+
+@pytest.mark.parametrize(
+    ("model", "document", "message"),
+    [
+        # a misspelt optional input was silently left out
+        (
+            "identity_all",
+            {"data": [{"IN_INT32": {"content": [1, 2], "shape": [2]}, "IN_FP3": [1.0]}]},
+            "step 0: model 'identity_all' has no input 'IN_FP3'",
+        ),
+        (
+            "add_sub",
+            {
+                "data": [{"INPUT0": [1, 2, 3, 4], "INPUT1": [1, 2, 3, 4]}],
+                "validation_data": [{"OUTPUT0": [2, 4, 6, 8], "OUTPUT9": [0, 0, 0, 0]}],
+            },
+            "step 0 validation: model 'add_sub' has no output 'OUTPUT9'",
+        ),
+        # a shape the model cannot take was sent, and the server refused it
+        (
+            "add_sub",
+            {"data": [{"INPUT0": {"content": [1, 2, 3, 4], "shape": [2, 2]}, "INPUT1": [1] * 4}]},
+            "step 0 'INPUT0': \"shape\" [2, 2] does not fit the model's dims [4]",
+        ),
+    ],
+)
+def test_input_files_perf_analyzer_refuses(
+    run_cli: RunCli, tmp_path: Path, model: str, document: object, message: str
+) -> None:
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps(document))
+    done = run_cli("bench", model, "--input-data", str(path), "-n", "5", "--warmup", "0")
+    assert done.code == 2, done.stderr
+    assert done.stderr.startswith(f"Error: data.json {message}"), done.stderr
+
+
+def test_input_files_perf_analyzer_accepts(run_cli: RunCli, tmp_path: Path) -> None:
+    import struct
+
+    # "b64" beside "shape" in one object, and the "model" key of a step
+    path = tmp_path / "data.json"
+    path.write_text(
+        json.dumps(
+            {
+                "data": [
+                    {
+                        "model": "add_sub",
+                        "INPUT0": {"b64": _b64(struct.pack("<4f", 1, 2, 3, 4)), "shape": [4]},
+                        "INPUT1": [10, 20, 30, 40],
+                    }
+                ],
+                "validation_data": [{"OUTPUT0": {"content": [11, 22, 33, 44], "shape": [4]}}],
+            }
+        )
+    )
+    done = run_cli("bench", "add_sub", "--input-data", str(path), "-n", "5", "--warmup", "0")
+    assert done.code == 0, done.stderr
