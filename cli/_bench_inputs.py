@@ -360,8 +360,11 @@ def _raw_tensor(path: Path, spec: TensorSpec, dims: list[int] | None, what: str)
 
     raw = path.read_bytes()
     if spec.datatype == "BYTES":
-        lines = raw.decode("utf-8", errors="replace").splitlines()
-        elements: list[Any] = [line.encode() for line in lines]
+        # one element per line, as perf_analyzer reads it: split at "\n" only, the bytes
+        # kept as they are ("\r", form feeds and bytes that are not UTF-8 included)
+        elements: list[Any] = raw.split(b"\n")
+        if elements[-1] == b"":
+            elements.pop()  # the newline that ends the last line
         if dims is None:
             dims = [len(elements)]
         if len(elements) != math.prod(dims):

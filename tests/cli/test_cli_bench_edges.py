@@ -255,3 +255,18 @@ def test_input_files_perf_analyzer_accepts(run_cli: RunCli, tmp_path: Path) -> N
     )
     done = run_cli("bench", "add_sub", "--input-data", str(path), "-n", "5", "--warmup", "0")
     assert done.code == 0, done.stderr
+
+
+def test_raw_bytes_files_hold_one_element_per_newline(run_cli: RunCli, tmp_path: Path) -> None:
+    # two elements: "a<FF>b<CR>" and "c<0xff>"; a form feed or a CR is no line break
+    # for perf_analyzer, and bytes that are not UTF-8 stay as they are
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "INPUT0").write_bytes(b"a\x0cb\r\nc\xff\n")
+    (data / "OUTPUT0").write_bytes(b"a\x0cb\r\nc\xff\n")
+    args = ["bench", "identity_bytes", "--input-data", str(data), "--shape", "INPUT0:2"]
+    done = run_cli(*args, "-n", "5", "--warmup", "0")
+    assert done.code == 0, done.stderr  # the echo equals the file, element by element
+    (data / "OUTPUT0").write_bytes(b"a\x0cb\nc\xff\n")  # without the CR: differs
+    done = run_cli(*args, "-n", "5", "--warmup", "0")
+    assert done.code == 1 and "differs from validation_data" in done.stderr, done.stderr
