@@ -45,7 +45,7 @@ LOADS = [
     "add_sub", "broken_model", "syntax_error", "no_class", "multi_ver", "specific_ver", "latest2",
     "bad_name", "bad_pbtxt", "unknown_field", "noconfig", "classify", "seq_accum", "param_echo",
     "decoupled", "cfgmodel", "no_versions", "bad_dims", "kind_gpu", "exec_errors", "no_execute",
-    "not_there",
+    "not_there", "lead_zero",
 ]  # fmt: skip
 
 STEPS: list[Step] = [
@@ -67,6 +67,8 @@ STEPS: list[Step] = [
     *[("GET", f"/v2/models/{m}/config", "", {}) for m in LOADS],
     *[("GET", f"/v2/models/{m}/ready", "", {}) for m in LOADS],
     ("GET", "/v2/models/multi_ver/versions/2", "", {}),
+    ("GET", "/v2/models/lead_zero/versions/1", "", {}),  # the folder "01" is not a version
+    ("GET", "/v2/models/lead_zero/versions/2/ready", "", {}),
     ("GET", "/v2/models/multi_ver/versions/2/config", "", {}),
     ("GET", "/v2/models/specific_ver/versions/2", "", {}),
     ("GET", "/v2/models/latest2/versions/1", "", {}),

@@ -346,9 +346,7 @@ class Repository:
             validate_poll(cfg, name)
             if cfg.platform == "ensemble":
                 validate_graph(cfg)
-            available = sorted(
-                int(p.name) for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit()
-            )
+            available = _version_numbers(model_dir)
             normalize(cfg, name, [model_dir / str(v) for v in available])
             versions = version_policy_versions(cfg, available)
             if cfg.platform == "ensemble":
@@ -693,6 +691,32 @@ class Repository:
                 await self.poll_once()
             except Exception:  # keep polling whatever one round did
                 log.exception("repository poll failed")
+
+
+#: the largest version number (Triton's versions are int64)
+_MAX_VERSION = 2**63 - 1
+
+
+def _version_numbers(model_dir: Path) -> list[int]:
+    """The model's version folders, sorted: their names are plain numbers. Any other
+    folder is skipped with Triton's warning (a number written with a leading zero too)."""
+    found = []
+    for p in model_dir.iterdir():
+        if not p.is_dir():
+            continue
+        name = p.name
+        if not (name.isascii() and name.isdigit()) or int(name) > _MAX_VERSION:
+            log.warning(
+                "ignore version directory '%s' which fails to convert to integral number", name
+            )
+        elif len(name) > 1 and name.startswith("0"):
+            log.warning(
+                "ignore version directory '%s' which contains leading zeros in its directory name",
+                name,
+            )
+        else:
+            found.append(int(name))
+    return sorted(found)
 
 
 class _LoggedError(CoreError):
