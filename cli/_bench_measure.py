@@ -206,8 +206,9 @@ def _one_window(
     progress: _Progress,
     before: Snapshot,
     total: float,
+    index: int = 0,
 ) -> Window:
-    """Measure one window from now."""
+    """Measure one window from now: the ``index``-th (from 0) of at most ``total``."""
     mark = len(load.records)
     start, cpu = time.perf_counter(), time.process_time()
     count = options.fixed_requests or (
@@ -218,11 +219,11 @@ def _one_window(
         now = time.perf_counter()
         done = len(load.records) - mark
         if count is not None:
-            progress(done / count / total, len(load.records))
+            progress((index + done / count) / total, len(load.records))
             if done >= count:
                 break
         else:
-            progress((now - start) / span / total, len(load.records))
+            progress((index + (now - start) / span) / total, len(load.records))
             if now - start >= span:
                 break
         time.sleep(0.002 if count is not None else 0.02)
@@ -246,8 +247,8 @@ def _windows(
     figures: list[tuple[float, float]] = []
     before = stats()
     limit = options.latency_threshold_ms
-    for _ in range(trials):
-        window = _one_window(load, options, stats, progress, before, trials if not fixed else 1)
+    for index in range(trials):
+        window = _one_window(load, options, stats, progress, before, trials, index)
         before = window.after
         windows.append(window)
         figures.append(_window_figures(window, options))

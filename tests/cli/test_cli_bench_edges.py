@@ -270,3 +270,28 @@ def test_raw_bytes_files_hold_one_element_per_newline(run_cli: RunCli, tmp_path:
     (data / "OUTPUT0").write_bytes(b"a\x0cb\nc\xff\n")  # without the CR: differs
     done = run_cli(*args, "-n", "5", "--warmup", "0")
     assert done.code == 1 and "differs from validation_data" in done.stderr, done.stderr
+
+
+def test_progress_counts_every_window_tried(run_cli: RunCli) -> None:
+    # -s 0 never agrees, so all 4 windows run; the share done used to stay under 25%
+    done = run_cli(
+        "bench",
+        "add_sub",
+        "-p",
+        "300",
+        "-s",
+        "0",
+        "--max-trials",
+        "4",
+        "--warmup",
+        "0",
+        "--progress-interval",
+        "0.1",
+    )
+    shares = [
+        int(line.rsplit(",", 1)[1].split("%")[0])
+        for line in done.stderr.splitlines()
+        if line.startswith("bench: concurrency 1:")
+    ]
+    assert shares and max(shares) >= 60, done.stderr
+    assert shares == sorted(shares) and max(shares) <= 100
