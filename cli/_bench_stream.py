@@ -229,6 +229,15 @@ def _drive(
     return records, end - begin
 
 
+def _intervals(options: dict[str, Any]) -> list[float] | None:
+    """The gaps of ``--request-intervals`` in seconds (None without it)."""
+    if not options["request_intervals"]:
+        return None
+    from ._bench_run import _read_intervals
+
+    return _read_intervals(options["request_intervals"])
+
+
 def _level(
     stream: _Stream,
     load: str,
@@ -261,7 +270,9 @@ def _level(
     concurrency = int(level) if load == "concurrency" else None
     schedule = None
     if concurrency is None:
-        schedule = Schedule(options["request_distribution"], level, begin)
+        intervals = _intervals(options)
+        distribution = "constant" if intervals else options["request_distribution"]
+        schedule = Schedule(distribution, level, begin, intervals)
     cpu = time.process_time()
     records, wall = _drive(stream, concurrency, schedule, options["max_threads"], done)
     cpu = time.process_time() - cpu

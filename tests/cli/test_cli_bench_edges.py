@@ -295,3 +295,26 @@ def test_progress_counts_every_window_tried(run_cli: RunCli) -> None:
     ]
     assert shares and max(shares) >= 60, done.stderr
     assert shares == sorted(shares) and max(shares) <= 100
+
+
+def test_streaming_follows_request_intervals(run_cli: RunCli, tmp_path: Path) -> None:
+    # a 2 s gap, then nine requests 1 µs apart: a burst. The intervals used to be
+    # replaced by a constant rate of the same mean (5/s), 10 requests over ~1.8 s.
+    intervals = tmp_path / "gaps.txt"
+    intervals.write_text("2000000\n" + "1\n" * 9)
+    done = run_cli(
+        "bench",
+        "text_stream",
+        "--streaming",
+        "--request-intervals",
+        str(intervals),
+        "-n",
+        "10",
+        "--synthetic-input-tokens-mean",
+        "3",
+        "--json",
+    )
+    assert done.code == 0, done.stderr
+    (level,) = done.json()["levels"]
+    assert level["requests"] == 10
+    assert level["metrics"]["request_throughput"]["avg"] > 20  # a burst, not 5/s
