@@ -43,16 +43,23 @@ class ModelConfig:
         self._model_config.setdefault("dynamic_batching", {})
 
     def _add_tensor(self, kind: str, tensor: dict[str, Any], allowed: tuple[str, ...]) -> None:
-        name = tensor.get("name", "")
+        # ``tensor["name"]`` is read only where a message needs it: a tensor given without
+        # a name (or not as a dict) fails on that lookup, as in Triton
         model = self._model_config["name"]
         for key in tensor:
             if key not in allowed:
                 listed = ", ".join(f"'{a}'" for a in allowed[:-1]) + f" and '{allowed[-1]}'"
                 raise ValueError(
-                    f"{kind} '{name}' in auto-complete-config function for model '{model}' "
-                    f"contains property other than {listed}."
+                    f"{kind} '{tensor['name']}' in auto-complete-config function for model "
+                    f"'{model}' contains property other than {listed}."
                 )
-        for key in ("name", "data_type", "dims"):
+        if "name" not in tensor:
+            raise ValueError(
+                f"{kind} in auto-complete-config function for model '{model}' is missing "
+                "'name' property."
+            )
+        name = tensor["name"]
+        for key in ("data_type", "dims"):
             if key not in tensor:
                 raise ValueError(
                     f"{kind} '{name}' in auto-complete-config function for model '{model}' is "

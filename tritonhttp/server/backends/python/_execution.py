@@ -105,7 +105,10 @@ def auto_complete(cls: type[Any], model_name: str, config_json: str) -> str | No
             f"auto_complete_config function in model '{model_name}' must return a valid "
             "pb.ModelConfig object."
         )
-    return json.dumps(result._model_config)
+    try:  # (what json cannot write, e.g. numpy ints in dims, fails the load)
+        return json.dumps(result._model_config)
+    except (TypeError, ValueError) as e:
+        raise ModelError(format_exception(e)) from None
 
 
 class ModelHost:

@@ -1,0 +1,11 @@
+import numpy as np
+
+
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        config.add_input({"name": "IN", "data_type": "TYPE_FP32", "dims": [np.int64(2)]})
+        return config
+
+    def execute(self, requests):
+        return []
