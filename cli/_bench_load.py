@@ -237,6 +237,7 @@ class Load:
 
     def start(self) -> None:
         """Start sending."""
+        self.target.source.new_level()
         self._thread = threading.Thread(target=self._drive, name="bench-load", daemon=True)
         self._thread.start()
 

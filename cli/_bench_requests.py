@@ -63,7 +63,13 @@ class RequestSource:
     _next_step: Iterator[int] = field(default_factory=itertools.count)
     _next_id: Iterator[int] = field(default_factory=itertools.count)
     _next_stream: Iterator[int] = field(default_factory=itertools.count)
+    _live: set[int] = field(default_factory=set)  # ids of the sequences being played
     sequences_done: int = 0
+
+    def new_level(self) -> None:
+        """A level starts: the sequences of the last one are over."""
+        with self._lock:
+            self._live.clear()
 
     def next(self, state: dict[str, Any]) -> tuple[Prepared, dict[str, Any]]:
         """The next request for one worker (``state`` is that worker's own dict), with the
@@ -84,6 +90,7 @@ class RequestSource:
         if end:
             with self._lock:
                 self.sequences_done += 1
+                self._live.discard(sequence.ident)
         return prepared, {
             "sequence_id": sequence.ident,
             "sequence_start": sequence.sent == 1,
@@ -95,7 +102,13 @@ class RequestSource:
         seq = self.sequences
         span = seq.id_end - seq.id_start + 1
         with self._lock:
-            ident = seq.id_start + next(self._next_id) % span
+            # the next id that no sequence in flight holds: two sequences under one id
+            # would be one sequence to the server
+            for _ in range(min(span, len(self._live) + 1)):
+                ident = seq.id_start + next(self._next_id) % span
+                if ident not in self._live:
+                    break
+            self._live.add(ident)
             stream = next(self._next_stream) % len(self.streams)
         length = len(self.streams[stream]) if self.from_streams else seq.length
         return _Sequence(ident, stream, length)
@@ -253,15 +266,17 @@ def sequence_model(config: dict[str, Any]) -> bool:
 
 
 def parse_id_range(text: str | None) -> tuple[int, int]:
-    """``--sequence-id-range START[:END]``."""
+    """``--sequence-id-range START[:END]`` -> the first and last id. END is excluded, as
+    perf_analyzer excludes it: ``1:5`` gives ids 1 to 4."""
     if not text:
         return 1, 2**63 - 1
     try:
         parts = [int(x) for x in text.split(":")]
     except ValueError:
         parts = []
-    if len(parts) not in (1, 2) or parts[0] < 1 or (len(parts) == 2 and parts[1] < parts[0]):
+    if len(parts) not in (1, 2) or parts[0] < 1 or (len(parts) == 2 and parts[1] <= parts[0]):
         raise InputError(
-            f"--sequence-id-range: expected START[:END] with 1 <= START <= END, got {text!r}"
+            f"--sequence-id-range: expected START[:END] with 1 <= START < END (END is not "
+            f"used), got {text!r}"
         )
-    return parts[0], parts[1] if len(parts) == 2 else 2**63 - 1
+    return parts[0], parts[1] - 1 if len(parts) == 2 else 2**63 - 1

@@ -216,6 +216,24 @@ def _target(
             shm.close()
 
 
+def _check_ids(plan: Plan, target: Target, options: dict[str, Any]) -> None:
+    """A sequence model needs an id for every sequence in flight at once."""
+    sequences = target.source.sequences
+    if sequences is None:
+        return
+    ids = sequences.id_end - sequences.id_start + 1
+    if plan.load == "concurrency":
+        most, what = int(max(plan.levels)), f"-c {int(max(plan.levels))}"
+    else:
+        most, what = plan.max_threads, f"--max-threads {plan.max_threads}"
+    if ids < most:
+        raise InputError(
+            f"--sequence-id-range {options['sequence_id_range']} gives {ids} sequence "
+            f"id{'s' if ids > 1 else ''}, fewer than the {most} sequences in flight at once "
+            f"({what}): sequences would share an id"
+        )
+
+
 def _check_first(target: Target) -> None:
     """One request up front: a bad input or a missing model fails here, at once."""
     prepared = target.source.streams[0][0]
@@ -280,6 +298,7 @@ def run_bench(settings: Settings, model: str, options: dict[str, Any]) -> None:
         settings.client(concurrency=pool) as client,
         _target(settings, client, model, options) as (target, io),
     ):
+        _check_ids(plan, target, options)
         _check_first(target)
         mode = _choose_mode(plan, target)
         batch = options["batch_size"] if io.batches else 1

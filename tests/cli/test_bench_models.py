@@ -300,3 +300,29 @@ def test_loop_mode_sends_requests_larger_than_a_socket_buffer(bench: Callable[..
     (level,) = report["levels"]
     assert (level["requests"], level["errors"]) == (6, 0)
     assert level["server_us"]["success_count"] >= 6 - 2
+
+
+def test_sequences_in_flight_never_share_an_id(bench: Callable[..., Run], tmp_path: Path) -> None:
+    """A long and a short stream on two workers with two ids (END is excluded, as in
+    perf_analyzer): the id a short sequence frees is taken next, never the id of the
+    long sequence still being played. A shared id restarts the other sequence's sum."""
+    data = write_json(
+        tmp_path,
+        {
+            "data": [[{"INPUT": [1]}] * 6, [{"INPUT": [1]}]],
+            "validation_data": [[{"OUTPUT": [i]} for i in range(1, 7)], [{"OUTPUT": [1]}]],
+        },
+        "streams.json",
+    )
+    args = ["seq_accumulate", "--input-data", data, "-n", "80", "--warmup", "0", "--json"]
+    done = bench(*args, "-c", "2", "--sequence-id-range", "7:9")
+    assert done.code == 0, done.stderr
+    (level,) = done.json()["levels"]
+    assert level["errors"] == 0 and level["sequences"] >= 10
+    # fewer ids than sequences in flight: refused, as perf_analyzer refuses it
+    for bad in (
+        ["-c", "3", "--sequence-id-range", "7:9"],
+        ["-r", "50", "--max-threads", "4", "--sequence-id-range", "1:4"],
+    ):
+        refused = bench(*args, *bad)
+        assert refused.code == 2 and "sequences would share an id" in refused.stderr, bad
