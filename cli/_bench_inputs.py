@@ -439,6 +439,10 @@ def load_data(io: ModelIO, options: InputOptions) -> DataSet:
         if source in ("zero", "random"):
             streams.append([Step(_synthetic_arrays(ctx, source))])
             continue
+        if not source.strip():  # Path("") is the current folder: not what was meant
+            raise InputError(
+                "--input-data: an empty value: give zero, random, a directory or a file"
+            )
         path = Path(source).expanduser()
         if path.is_dir():
             streams.append(_read_directory(path, ctx))

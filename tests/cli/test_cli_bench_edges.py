@@ -318,3 +318,11 @@ def test_streaming_follows_request_intervals(run_cli: RunCli, tmp_path: Path) ->
     (level,) = done.json()["levels"]
     assert level["requests"] == 10
     assert level["metrics"]["request_throughput"]["avg"] > 20  # a burst, not 5/s
+
+
+def test_empty_input_data_is_not_the_current_folder(run_cli: RunCli) -> None:
+    done = run_cli("bench", "add_sub", "--input-data", "", "-n", "5")
+    assert done.code == 2, done.stderr
+    assert done.stderr.strip() == (
+        "Error: --input-data: an empty value: give zero, random, a directory or a file"
+    )
