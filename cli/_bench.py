@@ -90,6 +90,7 @@ def _check_usage(options: dict[str, Any], json_output: bool) -> None:
         raise click.UsageError("--binary-search needs -l/--latency-threshold")
     if options["streaming"] and options["shared_memory"] != "none":
         raise click.UsageError("--streaming sends text through generate_stream: no shared memory")
+    _check_mode_options(options)
     if options["streaming"] and options["report_path"]:
         raise click.UsageError(
             "-f writes perf_analyzer's CSV, which --streaming does not make: "
@@ -100,6 +101,40 @@ def _check_usage(options: dict[str, Any], json_output: bool) -> None:
 
         check_available()
     _check_output_paths(options)
+
+
+#: Options only the perf_analyzer-style run uses, and only --streaming uses.
+_NOT_STREAMING = (
+    "binary_search", "latency_threshold", "mode", "measurement_interval", "measurement_mode",
+    "measurement_request_count", "stability_percentage", "max_trials", "percentile",
+    "input_data", "inputs", "datatypes", "shapes", "batch_size", "string_length",
+    "string_data", "output_shared_memory_size", "device_id", "sequence_length",
+    "sequence_id_range", "serial_sequences", "binary", "verbose_csv", "collect_metrics",
+    "metrics_url", "metrics_interval",
+)  # fmt: skip
+_ONLY_STREAMING = (
+    "prompt_input", "output_field", "input_file", "num_prompts",
+    "synthetic_input_tokens_mean", "synthetic_input_tokens_stddev", "output_tokens_mean",
+    "output_tokens_stddev", "output_tokens_param", "extra_inputs", "tokenizer", "goodput",
+)  # fmt: skip
+
+
+def _check_mode_options(options: dict[str, Any]) -> None:
+    """An option given on the command line that this mode never reads is an error, not
+    something silently left out (--collect-metrics with --streaming, say)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    unused = _NOT_STREAMING if options["streaming"] else _ONLY_STREAMING
+    for name in unused:
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+            param = next(p for p in ctx.command.params if p.name == name)
+            flag = "/".join(
+                max(opts, key=len) for opts in (param.opts, param.secondary_opts) if opts
+            )
+            if options["streaming"]:
+                raise click.UsageError(f"{flag} is not used by --streaming runs")
+            raise click.UsageError(f"{flag} is used only by --streaming runs")
 
 
 def _check_output_paths(options: dict[str, Any]) -> None:

@@ -326,3 +326,21 @@ def test_empty_input_data_is_not_the_current_folder(run_cli: RunCli) -> None:
     assert done.stderr.strip() == (
         "Error: --input-data: an empty value: give zero, random, a directory or a file"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--streaming", "--collect-metrics"], "--collect-metrics is not used by --streaming"),
+        (["--streaming", "-b", "2"], "--batch-size is not used by --streaming"),
+        (["--streaming", "--input-data", "zero"], "--input-data is not used by --streaming"),
+        (["--streaming", "-l", "5"], "--latency-threshold is not used by --streaming"),
+        (["--streaming", "--no-binary"], "--binary/--no-binary is not used by --streaming"),
+        (["--tokenizer", "gpt2"], "--tokenizer is used only by --streaming"),
+        (["--goodput", "time_to_first_token:5"], "--goodput is used only by --streaming"),
+    ],
+)
+def test_options_the_mode_never_reads_are_usage_errors(args: list[str], message: str) -> None:
+    # they were accepted and silently left out
+    done = run_script(["--url", "127.0.0.1:9", "bench", "m", *args])
+    assert done.code == 2 and message in done.stderr, done.stderr
