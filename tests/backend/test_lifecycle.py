@@ -19,7 +19,8 @@ ARGS = ("--model-control-mode=explicit",)
 MODELS = [
     "init_args", "multi_file", "alt_name", "model_env", "ac_keep", "ac_not_static",
     "ac_wrong_return", "ac_raise", "init_error", "fini_error", "async_default", "ret_none",
-    "error_codes", "reschedule_wrong", "is_ready_model",
+    "error_codes", "reschedule_wrong", "is_ready_model", "import_error", "helper_error",
+    "bare_assert",
 ]  # fmt: skip
 CODES = ["UNKNOWN", "INTERNAL", "NOT_FOUND", "INVALID_ARG", "UNAVAILABLE", "UNSUPPORTED",
          "ALREADY_EXISTS", "CANCELLED", "DEFAULT"]  # fmt: skip
@@ -112,6 +113,18 @@ def test_triton_error_codes_reach_the_client(real: Any, server: Any, code: str) 
         r = exchange(url, "POST", "/v2/models/error_codes/infer", body)
         replies.append((r.status, r.body))
     assert replies[1] == replies[0]
+
+
+@pytest.mark.real_triton
+@pytest.mark.parametrize("mode", [0, 1])
+def test_an_exception_without_a_message_reads_as_triton_s(
+    real: Any, server: Any, mode: int
+) -> None:
+    for url in (real.url, server.url):
+        _load(url, "bare_assert")
+    theirs = mode_call(real.url, "bare_assert", mode)
+    assert mode_call(server.url, "bare_assert", mode) == theirs
+    assert ": <EMPTY MESSAGE>\n\nAt:\n" in json.loads(theirs["body"])["error"]
 
 
 @pytest.mark.real_triton

@@ -9,6 +9,7 @@ are taken out of ``sys.modules`` again afterwards.
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import importlib.util
 import sys
 import threading
@@ -50,19 +51,19 @@ def import_model_module(
             for k in list(sys.modules)
             if k == package_name or k.startswith(package_name + ".")
         }
-        package = types.ModuleType(package_name)
-        package.__path__ = [str(version_dir)]
-        package.__package__ = package_name
-        sys.modules[package_name] = package
+        spec = importlib.machinery.ModuleSpec(package_name, None, is_package=True)
+        spec.submodule_search_locations = [str(version_dir)]
+        sys.modules[package_name] = importlib.util.module_from_spec(spec)
         added = [p for p in (str(version_dir), str(model_dir)) if p not in sys.path]
         sys.path.extend(added)
         try:
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module
-            spec.loader.exec_module(module)
-            return module
+            if not path.is_file():
+                raise ModuleNotFoundError(f"No module named '{module_name}'")
+            sys.path_importer_cache.pop(str(version_dir), None)  # (a file may be new)
+            # the import statement's own way in, as the stub's: a failing import lists
+            # the frames of importlib's _find_and_load as in Triton
+            __import__(module_name)
+            return sys.modules[module_name]
         finally:
             if own_process:
                 saved.clear()
@@ -99,7 +100,7 @@ def format_exception(exc: BaseException) -> str:
     after ``execute``, Python 3.11 and earlier stop at the innermost coroutine, in Triton
     as here (the loop thread is built the same way). The server's own frames end it.
     """
-    text = f"{type(exc).__name__}: {exc}"
+    text = f"{type(exc).__name__}: {str(exc) or '<EMPTY MESSAGE>'}"
     if isinstance(exc, SyntaxError):
         return text
     innermost: types.FrameType | None = None

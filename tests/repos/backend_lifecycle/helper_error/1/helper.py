@@ -1,0 +1,2 @@
+SETTINGS = {}
+THRESHOLD = SETTINGS["threshold"]

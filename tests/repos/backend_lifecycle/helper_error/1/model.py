@@ -1,0 +1,6 @@
+from . import helper  # noqa: F401
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return []
