@@ -125,7 +125,7 @@ def test_grpc_flags_of_a_tritonserver_command_line_are_accepted_with_a_warning()
 
 def test_other_unsupported_flags_stay_errors() -> None:
     done = run_script(["serve", "--model-repository", str(MODELS), "--allow-sagemaker=true"])
-    assert done.code == 2 and "--allow-sagemaker is not supported" in done.stderr
+    assert done.code == 1 and "--allow-sagemaker is not supported" in done.stderr
 
 
 def test_server_help_gives_every_flag_a_line_and_its_default() -> None:

@@ -14,7 +14,7 @@ def main(argv: list[str] | None = None) -> int:
         options = parse_args(sys.argv[1:] if argv is None else argv)
     except OptionsError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return 1
     return run(options)
 
 

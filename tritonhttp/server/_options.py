@@ -62,9 +62,9 @@ class OptionsError(ValueError):
 
 def _bool(text: str) -> bool:
     value = text.strip().lower()
-    if value in ("1", "true", "yes", "on"):
+    if value in ("1", "true", "on"):
         return True
-    if value in ("0", "false", "no", "off"):
+    if value in ("0", "false", "off"):
         return False
     raise argparse.ArgumentTypeError(f"expected a boolean, got '{text}'")
 
@@ -200,6 +200,7 @@ def _serving_flags(a: Callable[..., argparse.Action]) -> None:
     a("--metrics-interval-ms", type=int, default=2000, help="how often metrics are updated")
     a(
         "--model-control-mode",
+        type=str.lower,  # (tritonserver reads EXPLICIT or Poll too)
         choices=("none", "poll", "explicit"),
         default="none",
         help="none: load every model at start; poll: also reload what changes; explicit: "
@@ -385,7 +386,14 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
     if ns.http_busy_wait_us < 0:
         raise OptionsError("--http-busy-wait-us must not be negative")
     if ns.load_model and ns.model_control_mode != "explicit":
-        raise OptionsError("--load-model needs --model-control-mode=explicit")
+        raise OptionsError(
+            "Use of '--load-model' requires setting '--model-control-mode=explicit' as well."
+        )
+    if "*" in ns.load_model and len(set(ns.load_model)) > 1:
+        raise OptionsError(
+            "creating server: Invalid argument - Wildcard model name '*' must be the ONLY "
+            "startup model if specified at all."
+        )
     opts.restricted_apis = _restricted_apis(ns.http_restricted_api)
     opts.trace_config = _trace_config(ns.trace_config)
     opts.backend_config = _backend_config(ns.backend_config)

@@ -179,9 +179,13 @@ class Repository:
     def index(self, ready_only: bool = False) -> list[dict[str, str]]:
         # Triton lists the model directories of the repositories (with their states):
         # a model loaded from files sent with the load request is not in the index.
-        names = set(self.scan())
+        found = self.scan()
         out: list[dict[str, str]] = []
-        for name in sorted(names):
+        for name in sorted(found):
+            if len(found[name]) > 1:
+                # (Triton lists it so whether or not only ready models are asked for)
+                out.append({"name": name, "state": "UNAVAILABLE", "reason": _TWO_FOLDERS})
+                continue
             entry = self.models.get(name)
             if entry is None or not entry.versions:
                 if not ready_only and (entry is None or not entry.attempted):
@@ -260,18 +264,15 @@ class Repository:
         for name, res in zip(wanted, results, strict=False):
             if isinstance(res, BaseException):
                 failed.append(name)
+                _log_failure(name, res)
+                if isinstance(res, _NoSingleFolder):
+                    continue  # (in Triton, a name with no model to fail leaves readiness be)
                 entry = self.models.setdefault(name, ModelEntry(name))
                 entry.failed = entry.last_failed = True
-                _log_failure(name, res)
         return failed
 
     async def _load_named(self, name: str, found: dict[str, list[Path]]) -> None:
-        dirs = found.get(name)
-        if not dirs:
-            raise PollError(f"failed to find model '{name}' in the model repositories")
-        if len(dirs) > 1:
-            raise PollError("model appears in two or more repositories")
-        await self.load_dir(name, dirs[0], None)
+        await self.load_dir(name, _model_dir(name, found), None)
 
     async def load(
         self, name: str, config: str | None = None, files: dict[str, str] | None = None
@@ -289,12 +290,7 @@ class Repository:
                 temp_dir = _write_override_files(name, files)
                 model_dir = temp_dir
             else:
-                found = self.scan().get(name)
-                if not found:
-                    raise PollError(f"failed to find model '{name}' in the model repositories")
-                if len(found) > 1:
-                    raise PollError("model appears in two or more repositories")
-                model_dir = found[0]
+                model_dir = _model_dir(name, self.scan())
                 entry = self.models.get(name)
                 if (
                     override is None
@@ -691,6 +687,24 @@ class Repository:
                 await self.poll_once()
             except Exception:  # keep polling whatever one round did
                 log.exception("repository poll failed")
+
+
+#: why a model name found in several repositories cannot load
+_TWO_FOLDERS = "model appears in two or more repositories"
+
+
+class _NoSingleFolder(PollError):
+    """No repository, or more than one, has a folder of the model's name."""
+
+
+def _model_dir(name: str, found: dict[str, list[Path]]) -> Path:
+    """The one folder of model ``name`` among the repositories' (``found``: scan())."""
+    dirs = found.get(name)
+    if not dirs:
+        raise _NoSingleFolder(f"failed to find model '{name}' in the model repositories")
+    if len(dirs) > 1:
+        raise _NoSingleFolder(_TWO_FOLDERS)
+    return dirs[0]
 
 
 #: the largest version number (Triton's versions are int64)

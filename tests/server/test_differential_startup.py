@@ -1,0 +1,71 @@
+"""Start-up side by side on real Triton and ours: start-up models that no repository has or
+that two repositories have (readiness, the index, later loads), and a flag value
+tritonserver reads its own way."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._real import skip_without_real_triton
+from tritonhttp.server import _launch
+from tritonhttp.testing import _real_triton as rt
+
+from ._wire import exchange
+
+pytestmark = pytest.mark.real_triton
+
+MODELS = Path(__file__).parent.parent / "models"
+EXPLICIT = ("--exit-on-error=false", "--model-control-mode=explicit")
+
+
+def _observe(start: Callable[..., Any], repos: list[Path], flags: tuple[str, ...]) -> list[Any]:
+    """What a client sees of a server started with ``flags``: readiness, the index (all,
+    then ready only), add_sub's readiness, then loads of add_sub and of a missing model."""
+    server = start(repos, *flags, wait_ready=False, timeout=90)
+    try:
+        seen: list[Any] = [
+            exchange(server.url, "GET", "/v2/health/ready").status,
+            exchange(server.url, "POST", "/v2/repository/index").body,
+            exchange(server.url, "POST", "/v2/repository/index", '{"ready":true}').body,
+            exchange(server.url, "GET", "/v2/models/add_sub/ready").status,
+        ]
+        if "--model-control-mode=explicit" in flags:
+            for name in ("add_sub", "nope"):
+                load = exchange(server.url, "POST", f"/v2/repository/models/{name}/load")
+                seen.append((load.status, load.body))
+            seen.append(exchange(server.url, "GET", "/v2/health/ready").status)
+            seen.append(exchange(server.url, "POST", "/v2/repository/index").body)
+        return seen
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    ("twice", "flags"),
+    [
+        pytest.param(True, ("--exit-on-error=false",), id="add_sub-twice"),
+        pytest.param(True, (*EXPLICIT, "--load-model=simple"), id="add_sub-twice-explicit"),
+        pytest.param(True, (*EXPLICIT, "--load-model=add_sub"), id="add_sub-twice-loaded"),
+        pytest.param(False, (*EXPLICIT, "--load-model=nope", "--load-model=add_sub"), id="nope"),
+        pytest.param(
+            False, ("--model-control-mode=EXPLICIT", "--load-model=simple"), id="EXPLICIT"
+        ),
+    ],
+)
+def test_startup_models_as_triton_reads_them(
+    tmp_path: Path, twice: bool, flags: tuple[str, ...]
+) -> None:
+    skip_without_real_triton(rt.platform_problem())
+    rt.ensure_installed()
+    repos = [MODELS]
+    if twice:
+        shutil.copytree(MODELS / "add_sub", tmp_path / "add_sub")
+        repos.append(tmp_path)
+    real = _observe(rt.start, repos, flags)
+    ours = _observe(_launch.start, repos, flags)
+    assert ours == real
