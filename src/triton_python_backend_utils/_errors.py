@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ErrorCode", "TritonError", "TritonModelException"]
+__all__ = ["ErrorCode", "TritonError", "TritonModelException", "bind_call", "invoked_with"]
 
 
 class TritonModelException(Exception):
@@ -31,9 +33,41 @@ globals()["__ErrorCode"] = ErrorCode  # so pickle finds the class under its show
 
 _ARGS = (
     "__init__(): incompatible constructor arguments. The following argument types are "
-    "supported:\n    1. TritonError(message: str, code: __ErrorCode = "
-    "<__ErrorCode.INTERNAL: 1>)\n"
+    "supported:\n    1. c_python_backend_utils.TritonError(message: str, code: "
+    "c_python_backend_utils.TritonError.__ErrorCode = <__ErrorCode.INTERNAL: 1>)\n"
 )
+
+
+def invoked_with(args: Sequence[Any], kwargs: dict[str, Any]) -> str:
+    """What pybind11 appends to an incompatible-arguments error: the call's arguments."""
+    text = "\nInvoked with: " + ", ".join(repr(a) for a in args)
+    if kwargs:
+        named = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        text += ("; " if args else "") + "kwargs: " + named
+    return text
+
+
+def bind_call(
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    names: Sequence[str],
+    defaults: dict[str, Any],
+    error: str,
+) -> list[Any]:
+    """The values of the parameters ``names`` in a call, or ``TypeError(error)`` with the
+    call's arguments where it does not fit them (too many, unknown, missing), as
+    pybind11 refuses such a call."""
+    values = list(args)
+    if len(values) > len(names) or any(k not in names[len(values) :] for k in kwargs):
+        raise TypeError(error + invoked_with(args, kwargs))
+    for name in names[len(values) :]:
+        if name in kwargs:
+            values.append(kwargs[name])
+        elif name in defaults:
+            values.append(defaults[name])
+        else:
+            raise TypeError(error + invoked_with(args, kwargs))
+    return values
 
 
 class TritonError:
@@ -53,12 +87,26 @@ class TritonError:
     CANCELLED = ErrorCode.CANCELLED
 
     __slots__ = ("_code", "_message")
+    _code: ErrorCode
+    _message: str
 
-    def __init__(self, message: str, code: ErrorCode = ErrorCode.INTERNAL) -> None:
-        if not isinstance(message, str) or not isinstance(code, ErrorCode):
-            raise TypeError(_ARGS)
-        self._message = message
-        self._code = code
+    if TYPE_CHECKING:
+
+        def __init__(self, message: str, code: ErrorCode = ErrorCode.INTERNAL) -> None: ...
+
+    else:
+
+        def __init__(self, *args, **kwargs):
+            message, code = bind_call(
+                args, kwargs, ("message", "code"), {"code": ErrorCode.INTERNAL}, _ARGS
+            )
+            if isinstance(message, bytes):  # (pybind11 takes UTF-8 bytes for a str)
+                with contextlib.suppress(UnicodeDecodeError):
+                    message = message.decode("utf-8")
+            if not isinstance(message, str) or not isinstance(code, ErrorCode):
+                raise TypeError(_ARGS + invoked_with(args, kwargs))
+            self._message = message
+            self._code = code
 
     def code(self) -> ErrorCode:
         """The error code (an enum; ``.value`` is its number)."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _runtime
-from ._errors import TritonError, TritonModelException
+from ._errors import TritonError, TritonModelException, bind_call, invoked_with
 from ._helpers import (
     TRITONSERVER_REQUEST_RELEASE_ALL,
     TRITONSERVER_RESPONSE_COMPLETE_FINAL,
@@ -65,6 +65,16 @@ def _check_parameters(parameters: Any, what: str) -> dict[str, bool | int | str]
 # ----------------------------------------------------------------------------- responses
 
 
+_RESPONSE_ARGS = (
+    "__init__(): incompatible constructor arguments. The following argument types are "
+    "supported:\n    1. c_python_backend_utils.InferenceResponse(output_tensors: "
+    "List[c_python_backend_utils.Tensor] = [], error: c_python_backend_utils.TritonError = "
+    "None, parameters: object = None)\n"
+)
+_RESPONSE_PARAMS = ("output_tensors", "error", "parameters")
+_RESPONSE_DEFAULTS: dict[str, Any] = {"output_tensors": [], "error": None, "parameters": None}
+
+
 class InferenceResponse:
     """A model's answer to one request: output tensors, or an error.
 
@@ -74,28 +84,38 @@ class InferenceResponse:
     """
 
     __slots__ = ("_error", "_outputs", "_parameters")
+    _outputs: list[Tensor]
+    _error: TritonError | None
+    _parameters: dict[str, bool | int | str]
 
-    def __init__(
-        self,
-        output_tensors: list[Tensor] | tuple[Tensor, ...] = [],  # noqa: B006
-        error: TritonError | None = None,
-        parameters: dict[str, bool | int | str] | None = None,
-    ) -> None:
-        if not isinstance(output_tensors, (list, tuple)) or (
-            error is not None and not isinstance(error, TritonError)
-        ):
-            raise TypeError(
-                "__init__(): incompatible constructor arguments. The following argument "
-                "types are supported:\n    1. c_python_backend_utils.InferenceResponse("
-                "output_tensors: List[c_python_backend_utils.Tensor] = [], error: "
-                "c_python_backend_utils.TritonError = None, parameters: object = None)\n"
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            output_tensors: list[Tensor] | tuple[Tensor, ...] = [],  # noqa: B006
+            error: TritonError | None = None,
+            parameters: dict[str, bool | int | str] | None = None,
+        ) -> None: ...
+
+    else:
+
+        def __init__(self, *args, **kwargs):
+            output_tensors, error, parameters = bind_call(
+                args, kwargs, _RESPONSE_PARAMS, _RESPONSE_DEFAULTS, _RESPONSE_ARGS
             )
-        for t in output_tensors:
-            if not isinstance(t, Tensor):
-                raise TritonModelException("Output tensor should not be empty.")
-        self._outputs = list(output_tensors)
-        self._error = error
-        self._parameters = _check_parameters(parameters, "Response parameters")
+            if (
+                not isinstance(output_tensors, (list, tuple))
+                or (error is not None and not isinstance(error, TritonError))
+                or any(t is not None and not isinstance(t, Tensor) for t in output_tensors)
+            ):
+                raise TypeError(_RESPONSE_ARGS + invoked_with(args, kwargs))
+            if any(t is None for t in output_tensors):
+                raise TritonModelException(
+                    "Output tensor for inference response should not be empty."
+                )
+            self._outputs = list(output_tensors)
+            self._error = error
+            self._parameters = _check_parameters(parameters, "Response parameters")
 
     def output_tensors(self) -> list[Tensor]:
         """The output tensors."""

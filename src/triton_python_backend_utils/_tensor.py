@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from . import _dlpack
-from ._errors import TritonModelException
+from ._errors import TritonModelException, invoked_with
 
 __all__ = ["Tensor", "bytes_items", "wire_of"]
 
@@ -74,7 +74,7 @@ class Tensor:
 
     def __init__(self, name: str, array: np.ndarray[Any, Any], /) -> None:
         if not isinstance(name, str) or not isinstance(array, np.ndarray):
-            raise TypeError(_CTOR_ERROR)
+            raise TypeError(_CTOR_ERROR + invoked_with((name, array), {}))
         if name == "":
             raise TritonModelException("Tensor name cannot be an empty string.")
         wire = wire_of(array.dtype)

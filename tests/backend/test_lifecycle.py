@@ -20,7 +20,7 @@ MODELS = [
     "init_args", "multi_file", "alt_name", "model_env", "ac_keep", "ac_not_static",
     "ac_wrong_return", "ac_raise", "init_error", "fini_error", "async_default", "ret_none",
     "error_codes", "reschedule_wrong", "is_ready_model", "import_error", "helper_error",
-    "bare_assert",
+    "bare_assert", "ctor_errors",
 ]  # fmt: skip
 CODES = ["UNKNOWN", "INTERNAL", "NOT_FOUND", "INVALID_ARG", "UNAVAILABLE", "UNSUPPORTED",
          "ALREADY_EXISTS", "CANCELLED", "DEFAULT"]  # fmt: skip
@@ -125,6 +125,16 @@ def test_an_exception_without_a_message_reads_as_triton_s(
     theirs = mode_call(real.url, "bare_assert", mode)
     assert mode_call(server.url, "bare_assert", mode) == theirs
     assert ": <EMPTY MESSAGE>\n\nAt:\n" in json.loads(theirs["body"])["error"]
+
+
+@pytest.mark.real_triton
+def test_constructor_errors_read_as_triton_s(real: Any, server: Any) -> None:
+    """pybind11's words for wrong arguments, with the call's arguments."""
+    for url in (real.url, server.url):
+        _load(url, "ctor_errors")
+    theirs = mode_call(real.url, "ctor_errors", 0)
+    assert mode_call(server.url, "ctor_errors", 0) == theirs
+    assert theirs["error_code_by_name"].endswith("\n\nInvoked with: 'm'; kwargs: code=3")
 
 
 @pytest.mark.real_triton
