@@ -187,7 +187,7 @@ def parse_tensor_value(name: str, text: str) -> RawValue:
         return _read_file(name, stripped[1:])
     if stripped.startswith(("[", '"')):
         try:
-            return RawValue(name, "json", json.loads(stripped), text)
+            return RawValue(name, "json", _load_json(stripped), text)
         except ValueError as e:
             raise InputError(f"input '{name}': invalid JSON: {e}") from None
     tokens = [] if stripped == "" else [t.strip() for t in text.split(",")]
@@ -214,7 +214,7 @@ def _read_file(name: str, path_text: str) -> RawValue:
         if path.suffix.lower() == ".json":
             text = path.read_text(encoding="utf-8")
             try:
-                return RawValue(name, "json", json.loads(text), source)
+                return RawValue(name, "json", _load_json(text), source)
             except ValueError as e:
                 raise InputError(f"input '{name}': {path} is not valid JSON: {e}") from None
         return RawValue(name, "bytes", path.read_bytes(), source)
@@ -223,6 +223,60 @@ def _read_file(name: str, path_text: str) -> RawValue:
 
 
 # -- values -> arrays ------------------------------------------------------------------
+
+
+class _Overflow(float):
+    """A number typed beyond FP64's range (``1e400``), which Python reads as infinity.
+
+    It keeps the text so that it is refused as out of range, not sent as ``inf``.
+    """
+
+    text: str
+
+    def __new__(cls, text: str) -> _Overflow:
+        made = super().__new__(cls, text)
+        made.text = text
+        return made
+
+
+_INFINITY_SPELLINGS = {"inf", "infinity"}
+
+
+def _float_or_overflow(text: str) -> float:
+    """``float(text)``, or an :class:`_Overflow` when a finite number reads as infinity."""
+    value = float(text)
+    if math.isinf(value) and text.strip().lstrip("+-").lower() not in _INFINITY_SPELLINGS:
+        return _Overflow(text.strip())
+    return value
+
+
+def _load_json(text: str) -> Any:
+    return json.loads(text, parse_float=_float_or_overflow)
+
+
+def _shown(x: Any) -> str:
+    return x.text if isinstance(x, _Overflow) else str(x)
+
+
+def _float_limits(dtype: np.dtype[Any]) -> tuple[float, int]:
+    """The largest finite value of a float dtype, and the smallest magnitude that rounds
+    to infinity in it (the largest plus half a unit in the last place)."""
+    import ml_dtypes
+
+    finfo: Any = ml_dtypes.finfo  # numpy's finfo, extended to BF16
+    info = finfo(dtype)
+    largest = float(info.max)
+    return largest, int(largest) + 2 ** (int(info.maxexp) - 2 - int(info.nmant))
+
+
+def _range_text(dtype: np.dtype[Any]) -> str:
+    import numpy as np
+
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return f"[{info.min}, {info.max}]"
+    largest, _ = _float_limits(dtype)
+    return f"[{-largest:g}, {largest:g}]"
 
 
 def _flatten(value: Any, name: str) -> tuple[list[int], list[Any]]:
@@ -254,7 +308,7 @@ def _token(token: str, datatype: str, name: str) -> Any:
     except ValueError:
         pass
     try:
-        return float(token)
+        return _float_or_overflow(token)
     except ValueError:
         raise InputError(f"input '{name}': {token!r} is not a number ({datatype})") from None
 
@@ -265,12 +319,19 @@ def _check_numbers(elements: Sequence[Any], datatype: str, name: str) -> None:
     from tritonhttp.utils import triton_to_np_dtype
 
     dtype = np.dtype(triton_to_np_dtype(datatype))
+    overflow = None if datatype == "BOOL" or dtype.kind in "iu" else _float_limits(dtype)[1]
     for x in elements:
         if datatype == "BOOL":
             if not isinstance(x, bool) and x not in (0, 1):
-                raise InputError(f"input '{name}': {x!r} is not a BOOL")
+                raise InputError(f"input '{name}': {_shown(x)!r} is not a BOOL")
         elif isinstance(x, bool) or not isinstance(x, (int, float)):
             raise InputError(f"input '{name}': {x!r} is not a number ({datatype})")
+        elif isinstance(x, _Overflow) or (
+            overflow is not None and (isinstance(x, int) or math.isfinite(x)) and abs(x) >= overflow
+        ):
+            raise InputError(
+                f"input '{name}': {_shown(x)} is out of range for {datatype} {_range_text(dtype)}",
+            )
         elif dtype.kind in "iu":
             if isinstance(x, float) and not (math.isfinite(x) and x.is_integer()):
                 raise InputError(f"input '{name}': {x!r} is not an integer ({datatype})")
@@ -294,11 +355,36 @@ def triton_datatype(array: np.ndarray[Any, Any], name: str) -> str:
 
 
 def _bytes_element(x: Any) -> bytes:
+    if isinstance(x, _Overflow):
+        return x.text.encode("utf-8")
     if isinstance(x, bytes):
         return x
     if isinstance(x, str):
         return x.encode("utf-8")
     return json.dumps(x).encode("utf-8")
+
+
+def _cast(
+    array: np.ndarray[Any, Any], target: np.dtype[Any], raw: RawValue, datatype: str
+) -> np.ndarray[Any, Any]:
+    """``array`` as ``target``; an error when a value does not fit (an integer that would
+    wrap around, a finite number that would become infinity)."""
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = array.astype(target)
+        if target.kind in "iu":
+            changed = cast.astype(array.dtype) != array
+        else:
+            changed = np.isinf(cast.astype(np.float64)) & ~np.isinf(array)
+    bad = np.flatnonzero(changed)
+    if bad.size:
+        first = array.reshape(-1)[bad[0]].item()
+        raise InputError(
+            f"input '{raw.name}': {raw.source} holds {first}, out of range for {datatype} "
+            f"{_range_text(target)}",
+        )
+    return cast
 
 
 def to_array(raw: RawValue, datatype: str) -> np.ndarray[Any, Any]:
@@ -322,7 +408,7 @@ def to_array(raw: RawValue, datatype: str) -> np.ndarray[Any, Any]:
         if array.dtype == target:
             return array
         if array.dtype.kind in "biuf" and np.can_cast(array.dtype, target, "same_kind"):
-            return array.astype(target)
+            return _cast(array, target, raw, datatype)
         have = np_to_triton_dtype(array.dtype) or str(array.dtype)
         raise InputError(
             f"input '{name}': {raw.source} holds {have} values, the model expects {datatype} "

@@ -234,6 +234,49 @@ def test_infer_errors_are_one_line(
     assert done.stderr.strip() == message
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("IN_FP16=1e10", "10000000000.0 is out of range for FP16 [-65504, 65504]"),
+        ("IN_FP16=1,-65520", "-65520 is out of range for FP16 [-65504, 65504]"),
+        ("IN_FP16=[100000]", "100000 is out of range for FP16 [-65504, 65504]"),
+        ("IN_FP32=1e300", "1e+300 is out of range for FP32 [-3.40282e+38, 3.40282e+38]"),
+        ("IN_BF16=1e39", "1e+39 is out of range for BF16 [-3.38953e+38, 3.38953e+38]"),
+        ("IN_FP64=1e400", "1e400 is out of range for FP64 [-1.79769e+308, 1.79769e+308]"),
+        ("IN_FP64=[-1e400]", "-1e400 is out of range for FP64"),
+        ("IN_FP64=1" + "0" * 400, "is out of range for FP64"),
+        ("IN_INT64=1e400", "1e400 is out of range for INT64"),
+        ("IN_INT8=@{npy_i64}", "holds 300, out of range for INT8 [-128, 127]"),
+        ("IN_FP16=@{npy_f64}", "holds 70000.0, out of range for FP16 [-65504, 65504]"),
+    ],
+)
+def test_infer_values_out_of_range_are_usage_errors(
+    run_cli: RunCli, tmp_path: Path, value: str, message: str
+) -> None:
+    np.save(tmp_path / "i64.npy", np.array([1, 300], dtype=np.int64))
+    np.save(tmp_path / "f64.npy", np.array([1.0, 70000.0]))
+    value = value.format(npy_i64=tmp_path / "i64.npy", npy_f64=tmp_path / "f64.npy")
+    done = run_cli("infer", "identity_all", "-i", value)
+    assert (done.code, done.stdout) == (2, ""), done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"Error: input '{value.partition('=')[0]}': ") and message in line
+
+
+def test_infer_values_at_the_edge_of_a_float_range_are_sent(run_cli: RunCli) -> None:
+    # 65519 rounds to FP16's largest value; infinities typed as such are values too.
+    answer = run_cli(
+        "infer",
+        "identity_all",
+        "-i",
+        "IN_FP16=65519,-inf",
+        "-i",
+        "IN_FP64=Infinity,1e308",
+        "--json",
+    ).json()
+    assert outputs_of(answer)["OUT_FP16"]["data"] == [65504.0, "-Infinity"]
+    assert outputs_of(answer)["OUT_FP64"]["data"] == ["Infinity", 1e308]
+
+
 def test_infer_missing_required_input_is_caught_before_sending(run_cli: RunCli) -> None:
     def counts() -> tuple[int, int]:
         (entry,) = run_cli("model", "stats", "add_sub", "--json").json()["model_stats"]

@@ -285,6 +285,12 @@ def test_a_variable_dimension_takes_the_length() -> None:
         ("1.5", "INT8", [1], False, "1.5 is not an integer (INT8)"),
         ("300", "UINT8", [1], False, "300 is out of range for UINT8 [0, 255]"),
         ("-1", "UINT64", [1], False, "out of range for UINT64"),
+        ("1e10", "FP16", [1], False, "10000000000.0 is out of range for FP16 [-65504, 65504]"),
+        ("65520", "FP16", [1], False, "65520 is out of range for FP16"),
+        ("[1e39]", "FP32", [1], False, "1e+39 is out of range for FP32"),
+        ("-1e39", "BF16", [1], False, "-1e+39 is out of range for BF16"),
+        ("1e400", "FP64", [1], False, "1e400 is out of range for FP64"),
+        ("1e400", "INT64", [1], False, "1e400 is out of range for INT64"),
         ("maybe", "BOOL", [1], False, "'maybe' is not a BOOL"),
         ("[1, [2]]", "INT32", [-1], False, "nested lists have different lengths"),
         ("[1,", "INT32", [-1], False, "invalid JSON"),
@@ -320,6 +326,9 @@ def test_bool_tokens() -> None:
 def test_special_floats() -> None:
     array = value("X", "nan,inf,-inf,1e3", "FP64", [4])
     assert math.isnan(array[0]) and array[1] == math.inf and array[3] == 1000
+    assert value("X", "65519,-Infinity", "FP16", [2]).tolist() == [65504, -math.inf]
+    assert value("X", '["1e400"]', "BYTES", [1]).tolist() == [b"1e400"]
+    assert value("X", "[1e400]", "BYTES", [1]).tolist() == [b"1e400"]
 
 
 def test_files(tmp_path: Path) -> None:
