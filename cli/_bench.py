@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,43 @@ def _check_usage(options: dict[str, Any], json_output: bool) -> None:
 
         check_available()
     _check_output_paths(options)
+    _check_open_files(options)
+
+
+#: Descriptors a run holds besides its load connections: the client that reads the
+#: model and its statistics, a metrics connection, input regions, the event loop.
+_FILES_BESIDE_THE_LOAD = 16
+
+
+def _check_open_files(options: dict[str, Any]) -> None:
+    """Every request in flight holds a connection (an open file): a load the process's
+    open-file limit cannot hold is refused here, not minutes later with "Too many open
+    files". The soft limit is raised to the hard one first when the load needs it."""
+    from ._fdlimit import files_in_use, raise_open_file_limit
+
+    if options["request_rate"] or options["request_intervals"]:
+        workers, flag = options["max_threads"], "--max-threads"
+    else:
+        levels = parse_levels(options["concurrency"] or "1", "--concurrency", True)
+        workers, flag = int(max(levels)), "--concurrency"
+    per_worker = 1
+    if (
+        not options["streaming"]
+        and options["shared_memory"] == "system"
+        and options["output_shared_memory_size"]
+        and sys.version_info < (3, 13)  # mmap keeps a duplicate of a region's descriptor
+    ):
+        per_worker = 2  # its connection and its output region
+    needed = files_in_use() + workers * per_worker + _FILES_BESIDE_THE_LOAD
+    limit = raise_open_file_limit(needed)
+    if limit is not None and needed > limit:
+        what = "a connection" if per_worker == 1 else "a connection and an output region"
+        raise click.BadParameter(
+            f"{workers} requests in flight need about {needed} open files ({what} each), "
+            f"more than this process's open-file limit of {limit} (ulimit -n): lower "
+            f"{flag} or raise the limit",
+            param_hint=flag,
+        )
 
 
 #: Options only the perf_analyzer-style run uses, and only --streaming uses.

@@ -344,3 +344,57 @@ def test_options_the_mode_never_reads_are_usage_errors(args: list[str], message:
     # they were accepted and silently left out
     done = run_script(["--url", "127.0.0.1:9", "bench", "m", *args])
     assert done.code == 2 and message in done.stderr, done.stderr
+
+
+def _bench_with_open_file_limit(
+    soft: int, hard: int, args: list[str], url: str = "127.0.0.1:9"
+) -> Run:
+    """``bench`` under RLIMIT_NOFILE ``(soft, hard)`` (by default against a port nothing
+    listens on)."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    done = subprocess.run(
+        [str(SCRIPT), "--url", url, "bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=limit,
+    )
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize(
+    ("args", "flag", "workers"),
+    [
+        (["-c", "1000000000"], "--concurrency", 1000000000),
+        (["-c", "1,200"], "--concurrency", 200),
+        (["-r", "10", "--max-threads", "200"], "--max-threads", 200),
+        (["--streaming", "-c", "200"], "--concurrency", 200),
+    ],
+)
+def test_more_requests_in_flight_than_open_files_is_a_usage_error(
+    args: list[str], flag: str, workers: int
+) -> None:
+    # it failed minutes later, with "Too many open files"
+    started = time.monotonic()
+    done = _bench_with_open_file_limit(128, 128, ["m", *args])
+    assert time.monotonic() - started < 30
+    assert done.code == 2, done.stderr
+    assert (
+        f"Invalid value for {flag}: {workers} requests in flight need about " in done.stderr
+        and "more than this process's open-file limit of 128 (ulimit -n): lower "
+        f"{flag} or raise the limit"
+        in done.stderr
+    ), done.stderr
+
+
+def test_the_soft_open_file_limit_is_raised_to_the_hard_one(triton: Server) -> None:
+    # 200 connections fit under the hard limit, not under the soft one
+    args = ["add_sub", "-c", "200", "-n", "400", "--json"]
+    done = _bench_with_open_file_limit(128, 1024, args, triton.url)
+    assert done.code == 0, done.stderr
+    (level,) = done.json()["levels"]
+    assert level["errors"] == 0
