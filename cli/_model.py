@@ -267,8 +267,10 @@ def new(
         return
     for path in written:
         settings.stdout.write(f"wrote {_shown(path)}\n")
+    load = f" --load {calls or name + '_inner'}" if bls else ""  # the model a BLS model calls
     settings.stdout.write(
-        f"next: triton-cli model check {_shown(repository / name)}; pytest {_shown(written[-1])}\n"
+        f"next: triton-cli model check {_shown(repository / name)}{load}; "
+        f"pytest {_shown(written[-1])}\n"
     )
 
 

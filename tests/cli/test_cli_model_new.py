@@ -133,3 +133,19 @@ def test_repository_in_the_current_folder_keeps_the_test_there(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert (project / "test_m.py").is_file() and not (tmp_path / "test_m.py").exists()
     run_tests(project, 1)
+
+
+@pytest.mark.parametrize("calls", [(), ("--calls", "other")])
+def test_the_check_it_suggests_passes(tmp_path: Path, calls: tuple[str, ...]) -> None:
+    # for a BLS model the suggested check lacked --load, so it failed: the model it
+    # calls was not loaded
+    assert cli(tmp_path, "model", "new", "other").returncode == 0
+    done = cli(tmp_path, "model", "new", "m", "--bls", *calls)
+    assert done.returncode == 0, done.stderr
+    (hint,) = [line for line in done.stdout.splitlines() if line.startswith("next: ")]
+    check, _, test = hint.removeprefix("next: ").partition("; ")
+    target = calls[-1] if calls else "m_inner"
+    assert check == f"triton-cli model check models/m --load {target}"
+    assert test == "pytest test_m.py"
+    checked = cli(tmp_path, *check.split()[1:])
+    assert checked.returncode == 0, checked.stdout + checked.stderr
