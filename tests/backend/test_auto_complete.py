@@ -15,8 +15,11 @@ from .conftest import REPOS, Start
 
 REPO = REPOS / "backend_autocomplete"
 ARGS = ("--model-control-mode=explicit",)
-LOADED = ["enum_text", "bad_enum", "unknown_field", "float_batch", "policy_empty", "null_io"]
-REFUSED = ["numpy_dims", "no_name", "no_name_bad_key", "not_a_dict"]
+LOADED = [
+    "enum_text", "bad_enum", "unknown_field", "float_batch", "policy_empty", "null_io",
+    "mend_dims", "mend_type",
+]  # fmt: skip
+REFUSED = ["numpy_dims", "no_name", "no_name_bad_key", "not_a_dict", "preferred_too_big"]
 
 #: a frame of pb_utils in real Triton's traceback (ours never shows pb_utils' frames)
 _PB_UTILS_FRAME = re.compile(r"  \S*triton_python_backend_utils\.py\(\d+\): \w+\\n")

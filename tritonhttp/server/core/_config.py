@@ -164,34 +164,10 @@ def validate_poll(cfg: ModelConfig, dir_name: str) -> None:
             f"unexpected directory name '{dir_name}' for model '{name}', "
             "directory name must equal model name"
         )
-    if cfg.max_batch_size < 0:
-        raise PollError(f"'max_batch_size' must be non-negative value for {name}")
+    problem = scheduling_problem(cfg)
+    if problem:
+        raise PollError(problem)
     which = cfg.WhichOneof("scheduling_choice")
-    if which == "dynamic_batching":
-        db = cfg.dynamic_batching
-        for size in db.preferred_batch_size:
-            if size < 1:
-                raise PollError(f"dynamic batching preferred size must be positive for {name}")
-            if size > cfg.max_batch_size:
-                raise PollError(
-                    f"dynamic batching preferred size must be <= max batch size for {name}"
-                )
-        if db.priority_levels > 0 and not 1 <= db.default_priority_level <= db.priority_levels:
-            raise PollError(
-                f"default priority level must be in range [1, {db.priority_levels}] for {name}"
-            )
-    elif which == "sequence_batching":
-        allowed = ("TYPE_UINT64", "TYPE_INT64", "TYPE_UINT32", "TYPE_INT32", "TYPE_STRING")
-        for ci in cfg.sequence_batching.control_input:
-            for ctl in ci.control:
-                if ctl.kind == ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID and (
-                    DataType.Name(ctl.data_type) not in allowed
-                ):
-                    raise PollError(
-                        "unexpected data type for control CONTROL_SEQUENCE_CORRID for "
-                        f"{name}. Allowed data types are TYPE_UINT64, TYPE_INT64, "
-                        "TYPE_UINT32, TYPE_INT32 and TYPE_STRING"
-                    )
     if cfg.response_cache.enable and which == "sequence_batching":
         raise PollError(
             f"Response Cache does not currently support model {name or dir_name} with sequence "
@@ -205,13 +181,47 @@ def validate_poll(cfg: ModelConfig, dir_name: str) -> None:
         )
 
 
+def scheduling_problem(cfg: ModelConfig) -> str | None:
+    """What Triton refuses in the batch size and the scheduler's settings (None: nothing),
+    checked on the configuration file and again on what the model completed."""
+    name = cfg.name
+    if cfg.max_batch_size < 0:
+        return f"'max_batch_size' must be non-negative value for {name}"
+    which = cfg.WhichOneof("scheduling_choice")
+    if which == "dynamic_batching":
+        db = cfg.dynamic_batching
+        for size in db.preferred_batch_size:
+            if size < 1:
+                return f"dynamic batching preferred size must be positive for {name}"
+            if size > cfg.max_batch_size:
+                return f"dynamic batching preferred size must be <= max batch size for {name}"
+        if db.priority_levels > 0 and not 1 <= db.default_priority_level <= db.priority_levels:
+            return f"default priority level must be in range [1, {db.priority_levels}] for {name}"
+    elif which == "sequence_batching":
+        allowed = ("TYPE_UINT64", "TYPE_INT64", "TYPE_UINT32", "TYPE_INT32", "TYPE_STRING")
+        for ci in cfg.sequence_batching.control_input:
+            for ctl in ci.control:
+                if ctl.kind == ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID and (
+                    DataType.Name(ctl.data_type) not in allowed
+                ):
+                    return (
+                        "unexpected data type for control CONTROL_SEQUENCE_CORRID for "
+                        f"{name}. Allowed data types are TYPE_UINT64, TYPE_INT64, "
+                        "TYPE_UINT32, TYPE_INT32 and TYPE_STRING"
+                    )
+    return None
+
+
 def validate_load(cfg: ModelConfig, final: bool = True) -> None:
     """Checks made when a version loads (failures: ``Invalid argument: <msg>``).
 
-    ``final``: no auto-completion is to come, so every input and output must have its
-    ``dims`` (before the model completes its configuration, only a non-batching model's
-    must, unless reshaped)."""
+    ``final``: no auto-completion is to come. Before the model completes its
+    configuration its inputs and outputs are not checked: what it completes may mend
+    them (a missing ``dims`` or ``data_type``), as in Triton."""
     name = cfg.name
+    problem = scheduling_problem(cfg) if final else None
+    if problem:
+        raise CoreError(problem, Code.INVALID_ARG)
     if cfg.platform != "ensemble" and not cfg.backend:
         raise CoreError(
             "unable to find backend library for backend '', try specifying runtime on the "
@@ -219,11 +229,10 @@ def validate_load(cfg: ModelConfig, final: bool = True) -> None:
             Code.INVALID_ARG,
         )
     for kind, tensors in (("input", cfg.input), ("output", cfg.output)):
-        for t in tensors:
+        for t in tensors if final else ():
             if t.data_type == DataType.TYPE_INVALID:
                 raise CoreError(f"model {kind} '{t.name}' must specify 'data_type' for {name}")
-            lenient = not final and (t.HasField("reshape") or cfg.max_batch_size != 0)
-            if not t.dims and not lenient:
+            if not t.dims:
                 raise CoreError(f"model {kind} '{t.name}' must specify 'dims' for {name}")
             for d in t.dims:
                 if d < 1 and d != -1:
