@@ -95,9 +95,15 @@ def _why(
     failed = [e for e in index if e.get("state") == "UNAVAILABLE" and e.get("reason")]
     if model is not None:
         mine = [e for e in index if e.get("name") == model]
-        mine = [e for e in mine if not version or e.get("version") == version] or mine
         if not mine:
             return f"model '{model}' is not in the repository of {where}"
+        versions = [str(e["version"]) for e in mine if e.get("version")]
+        if version and versions and version not in versions:
+            return (
+                f"model '{model}' has no version {version} in the repository of {where} "
+                f"(versions: {', '.join(versions)})"
+            )
+        mine = [e for e in mine if not version or e.get("version") == version] or mine
         state = mine[-1].get("state") or "not loaded"
         reason = mine[-1].get("reason")
         first = str(reason).splitlines()[0] if reason else ""

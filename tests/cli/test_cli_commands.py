@@ -41,6 +41,17 @@ def test_health(run_cli: RunCli) -> None:
     assert run_cli("health", "ready", "-m", "nope", "--quiet").stderr == ""
 
 
+def test_health_of_a_version_the_model_lacks_says_so(run_cli: RunCli, triton: Server) -> None:
+    # it said "model 'add_sub' is not ready: READY"
+    done = run_cli("health", "ready", "-m", "add_sub", "--model-version", "7")
+    assert (done.code, done.stdout) == (1, "")
+    assert done.stderr.strip() == (
+        f"not healthy: model 'add_sub' has no version 7 in the repository of the server "
+        f"at {triton.url} (versions: 1)"
+    )
+    assert run_cli("health", "ready", "-m", "add_sub", "--model-version", "1").code == 0
+
+
 # -- infer --------------------------------------------------------------------------------
 
 
