@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._errors import CliError, InputError, describe
+from ._shm_io import unregister_region
 
 if TYPE_CHECKING:
     import tritonhttp
@@ -162,25 +163,6 @@ def check_outputs(result: tritonhttp.InferResult, expected: dict[str, Any]) -> s
 # -- shared memory -----------------------------------------------------------------------
 
 
-def _unregister(call: Any, name: str, headers: Any, patience_s: float = 5.0) -> None:
-    """Unregister a region. Triton may still hold a region for a moment after the last
-    response that used it went out (``... is currently in use``), as when Ctrl-C stops a
-    run: try again for up to ``patience_s`` seconds."""
-    import time
-
-    import tritonhttp
-
-    deadline = time.monotonic() + patience_s
-    while True:
-        try:
-            call(name, headers=headers)
-            return
-        except tritonhttp.InferenceServerException as e:
-            if "in use" not in str(e.message()) or time.monotonic() > deadline:
-                raise
-        time.sleep(0.02)
-
-
 class SharedMemory:
     """The regions of a ``--shared-memory system|cuda`` run: one for every step's inputs,
     and (with ``--output-shared-memory-size``) one per worker for the outputs."""
@@ -225,7 +207,7 @@ class SharedMemory:
                 self._stack.callback(module.destroy_shared_memory_region, handle)
                 client.register_system_shared_memory(name, "/" + name, size, headers=headers)
                 self._stack.callback(
-                    _unregister, client.unregister_system_shared_memory, name, headers
+                    unregister_region, client.unregister_system_shared_memory, name, headers
                 )
             else:
                 handle = module.create_shared_memory_region(name, size, self._device)
@@ -233,7 +215,7 @@ class SharedMemory:
                 raw = module.get_raw_handle(handle)
                 client.register_cuda_shared_memory(name, raw, self._device, size, headers=headers)
                 self._stack.callback(
-                    _unregister, client.unregister_cuda_shared_memory, name, headers
+                    unregister_region, client.unregister_cuda_shared_memory, name, headers
                 )
         except Exception as e:
             raise CliError(f"--shared-memory {self.kind}: {describe(e)}") from None

@@ -305,8 +305,9 @@ def infer(
             specs = [io.outputs[n] for n in wanted]
             batch = batch_size(io, arrays) if io.batches else None
             with shared_memory_io(
-                shm, client, settings.request_headers, arrays, specs, batch, device_id
-            ) as shm_io:
+                shm, client, settings.request_headers, arrays, specs, batch, device_id,
+                settings.timeout,
+            ) as shm_io:  # fmt: skip
                 result, latencies = request.run(arrays, wanted, shm_io)
                 outputs = _collect(result, shm_io)
         else:

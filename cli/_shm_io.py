@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from ._values import TensorSpec
 
-__all__ = ["ShmIO", "shared_memory_io"]
+__all__ = ["ShmIO", "shared_memory_io", "unregister_region"]
 
 
 def _byte_size(array: np.ndarray[Any, Any]) -> int:
@@ -48,6 +48,33 @@ def _dtype_size(datatype: str) -> int | None:
         return None
     dtype = triton_to_np_dtype(datatype)
     return None if dtype is None else int(np.dtype(dtype).itemsize)
+
+
+def unregister_region(
+    call: Any, name: str, headers: Any, patience_s: float = 5.0, waiting: str = ""
+) -> None:
+    """Unregister a region with ``call``. The server refuses while a request still uses
+    the region (``... is currently in use``), as after Ctrl-C stopped the client during a
+    request: try again for up to ``patience_s`` seconds (saying ``waiting`` on stderr
+    first, when given)."""
+    import sys
+    import time
+
+    import tritonhttp
+
+    deadline = time.monotonic() + patience_s
+    said = False
+    while True:
+        try:
+            call(name, headers=headers)
+            return
+        except tritonhttp.InferenceServerException as e:
+            if "in use" not in str(e.message()) or time.monotonic() > deadline:
+                raise
+        if waiting and not said:
+            sys.stderr.write(waiting + "\n")
+            said = True
+        time.sleep(0.02)
 
 
 @dataclass
@@ -88,8 +115,13 @@ def shared_memory_io(
     outputs: Sequence[TensorSpec],
     batch: int | None,
     device_id: int,
+    patience: float = 60.0,
 ) -> Iterator[ShmIO]:
-    """Create, fill and register a region for ``arrays`` and the fixed-size ``outputs``."""
+    """Create, fill and register a region for ``arrays`` and the fixed-size ``outputs``.
+
+    At the end the region is unregistered: while a request the client gave up on (after
+    Ctrl-C) still uses it, unregistering is retried for up to ``patience`` seconds, so
+    that the server is not left holding it."""
     inputs: dict[str, tuple[int, int]] = {}
     offset = 0
     for name, array in arrays.items():
@@ -111,6 +143,10 @@ def shared_memory_io(
     tag = f"{os.getpid()}_{secrets.token_hex(4)}"
     region_name = f"triton_cli_{tag}"
     key = f"/triton_cli_{tag}"
+    waiting = (
+        f"waiting (up to {patience:g} s) for the server to finish with shared-memory region "
+        f"'{region_name}' before unregistering it"
+    )
     module: Any
     if kind == "system":
         module = importlib.import_module("tritonhttp.utils.shared_memory")
@@ -130,9 +166,15 @@ def shared_memory_io(
                 module.set_shared_memory_region(handle, [array], offset=inputs[name][0])
         if kind == "system":
             client.register_system_shared_memory(region_name, key, total, headers=headers)
-            cleanup.callback(client.unregister_system_shared_memory, region_name, headers=headers)
+            cleanup.callback(
+                unregister_region, client.unregister_system_shared_memory, region_name, headers,
+                patience, waiting,
+            )  # fmt: skip
         else:
             raw = module.get_raw_handle(handle)
             client.register_cuda_shared_memory(region_name, raw, device_id, total, headers=headers)
-            cleanup.callback(client.unregister_cuda_shared_memory, region_name, headers=headers)
+            cleanup.callback(
+                unregister_region, client.unregister_cuda_shared_memory, region_name, headers,
+                patience, waiting,
+            )  # fmt: skip
         yield ShmIO(kind, region_name, handle, module, inputs, placed)

@@ -7,11 +7,14 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_helpers import GENERATE_REPO
+from cli_helpers import GENERATE_REPO, SCRIPT
 from conftest import Invoke, RunCli, Server
 
 from tritonhttp.testing import _real_triton as rt
@@ -303,6 +306,30 @@ def test_infer_missing_required_input_is_caught_before_sending(run_cli: RunCli) 
     assert counts() == before  # nothing reached the server
     # optional inputs may be left out
     assert run_cli("infer", "identity_all", "-i", "IN_INT32=1,2").code == 0
+
+
+def test_ctrl_c_during_a_shared_memory_infer_leaves_nothing_registered(
+    run_cli: RunCli, triton: Server
+) -> None:
+    # the server refused the unregistration while the request still used the region:
+    # the CLI exited 1 with that error and left the region registered for good
+    process = subprocess.Popen(
+        [str(SCRIPT), "--url", triton.url, "infer", "slow_model", "-i", "DELAY_MS=3000",
+         "--shm", "system"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    time.sleep(1.5)  # the request is in flight (the model answers after 3 s)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert (process.returncode, out) == (130, ""), err
+    assert err.splitlines()[-1] == "Error: interrupted", err
+    tag = f"triton_cli_{process.pid}_"
+    regions = run_cli("shm", "status", "--json").json()["system"]
+    assert not [r for r in regions if r["name"].startswith(tag)]
+    assert not [f for f in os.listdir("/dev/shm") if f.startswith(tag)]
 
 
 def test_infer_through_system_shared_memory(run_cli: RunCli, invoke: Invoke) -> None:
