@@ -69,3 +69,28 @@ def test_startup_models_as_triton_reads_them(
     real = _observe(rt.start, repos, flags)
     ours = _observe(_launch.start, repos, flags)
     assert ours == real
+
+
+@pytest.mark.parametrize("auto_complete", [True, False], ids=["auto-complete", "no-auto-complete"])
+def test_inputs_and_outputs_refused_as_triton_refuses_them(
+    model_repo: Any, auto_complete: bool
+) -> None:
+    """tests/repos/io_checks: names, data types, dims, reshapes, shape tensors. Without
+    auto-completion Triton refuses them while polling (the index names the model only),
+    with it when the version loads (``Invalid argument: …``)."""
+    skip_without_real_triton(rt.platform_problem())
+    rt.ensure_installed()
+    flags = ["--exit-on-error=false", "--strict-readiness=false"]
+    if not auto_complete:
+        flags.append("--disable-auto-complete-config")
+    repo = model_repo("io_checks")
+    answers = []
+    for start in (rt.start, _launch.start):
+        server = start(repo, *flags, wait_ready=False, timeout=90)
+        try:
+            answers.append(exchange(server.url, "POST", "/v2/repository/index").json())
+        finally:
+            server.stop()
+    real, ours = answers
+    assert sum(item.get("state") == "READY" for item in real) == 6  # the rest are refused
+    assert ours == real

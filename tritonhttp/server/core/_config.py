@@ -4,6 +4,7 @@ Triton's validation messages out, and the JSON form the config endpoint prints."
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "ModelConfig",
     "PollError",
     "config_to_json",
+    "io_problem",
     "normalize",
     "parse_override",
     "read_config",
@@ -212,14 +214,59 @@ def scheduling_problem(cfg: ModelConfig) -> str | None:
     return None
 
 
+def io_problem(cfg: ModelConfig) -> str | None:
+    """What Triton refuses in the inputs and outputs (None: nothing): checked while
+    polling when no auto-completion is to come, else on the completed configuration."""
+    name = cfg.name
+    for kind, tensors in (("input", cfg.input), ("output", cfg.output)):
+        for t in tensors:
+            if not t.name:
+                return f"model {kind} must specify 'name' for {name}"
+            if t.data_type == DataType.TYPE_INVALID:
+                return f"model {kind} '{t.name}' must specify 'data_type' for {name}"
+            if not t.dims:
+                return f"model {kind} '{t.name}' must specify 'dims' for {name}"
+            if any(d < 1 and d != -1 for d in t.dims):
+                return (
+                    f"model {kind} '{t.name}' dimension must be integer >= 1, or -1 to "
+                    f"indicate a variable-size dimension for {name}"
+                )
+            if t.HasField("reshape"):
+                if not t.reshape.shape and cfg.max_batch_size == 0:
+                    return (
+                        f"model {kind} '{t.name}' cannot have empty reshape for non-batching "
+                        f"model as scalar tensors are not supported for {name}"
+                    )
+                if _fixed_runs(t.dims) != _fixed_runs(t.reshape.shape):
+                    return (
+                        f"model {kind} '{t.name}' has different size for dims and reshape "
+                        f"for {name}"
+                    )
+            if t.is_shape_tensor:
+                return f"shape tensors are only supported for TensorRT platform for {name}"
+    return None
+
+
+def _fixed_runs(shape: Iterable[int]) -> list[int]:
+    """The element counts of the runs of fixed dimensions around each variable one: a
+    reshape must keep every run's count (``[4, -1]`` as ``[2, 2, -1]``)."""
+    runs = [1]
+    for d in shape:
+        if d == -1:
+            runs.append(1)
+        else:
+            runs[-1] *= d
+    return runs
+
+
 def validate_load(cfg: ModelConfig, final: bool = True) -> None:
     """Checks made when a version loads (failures: ``Invalid argument: <msg>``).
 
     ``final``: no auto-completion is to come. Before the model completes its
-    configuration its inputs and outputs are not checked: what it completes may mend
-    them (a missing ``dims`` or ``data_type``), as in Triton."""
+    configuration its inputs, outputs and batch settings are not checked: what it
+    completes may mend them (a missing ``dims`` or ``data_type``), as in Triton."""
     name = cfg.name
-    problem = scheduling_problem(cfg) if final else None
+    problem = (scheduling_problem(cfg) or io_problem(cfg)) if final else None
     if problem:
         raise CoreError(problem, Code.INVALID_ARG)
     if cfg.platform != "ensemble" and not cfg.backend:
@@ -228,28 +275,6 @@ def validate_load(cfg: ModelConfig, final: bool = True) -> None:
             "model configuration.",
             Code.INVALID_ARG,
         )
-    for kind, tensors in (("input", cfg.input), ("output", cfg.output)):
-        for t in tensors if final else ():
-            if t.data_type == DataType.TYPE_INVALID:
-                raise CoreError(f"model {kind} '{t.name}' must specify 'data_type' for {name}")
-            if not t.dims:
-                raise CoreError(f"model {kind} '{t.name}' must specify 'dims' for {name}")
-            for d in t.dims:
-                if d < 1 and d != -1:
-                    raise CoreError(
-                        f"model {kind} '{t.name}' dimension must be integer >= 1, or -1 to "
-                        f"indicate a variable-size dimension for {name}"
-                    )
-            if t.HasField("reshape") and not t.reshape.shape and cfg.max_batch_size == 0:
-                raise CoreError(
-                    f"model {kind} '{t.name}' cannot have empty reshape for non-batching "
-                    f"model as scalar tensors are not supported for {name}"
-                )
-            if t.is_shape_tensor:
-                raise CoreError(
-                    f"model {kind} '{t.name}': shape tensors are only supported for TensorRT "
-                    f"platform for {name}"
-                )
     for group in cfg.instance_group:
         if group.kind == ModelInstanceGroup.KIND_GPU:
             raise CoreError(

@@ -22,6 +22,7 @@ from ._config import (
     ModelConfig,
     PollError,
     config_to_json,
+    io_problem,
     normalize,
     normalize_instance_groups,
     parse_override,
@@ -344,6 +345,10 @@ class Repository:
                 validate_graph(cfg)
             available = _version_numbers(model_dir)
             normalize(cfg, name, [model_dir / str(v) for v in available])
+            if not self.auto_complete and cfg.platform != "ensemble":
+                problem = io_problem(cfg)  # (else checked on what the model completes)
+                if problem:
+                    raise PollError(problem)
             versions = version_policy_versions(cfg, available)
             if cfg.platform == "ensemble":
                 await self._ensemble_steps(name, cfg)
