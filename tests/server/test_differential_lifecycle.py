@@ -388,6 +388,19 @@ OVERRIDES = {
     "a list for a number": _add_sub(extra=',"max_batch_size":[4]'),
     "a list for a message": _add_sub(extra=',"dynamic_batching":[{}]'),
     "a number for a message in a list": _add_sub(inputs=f"[{_IN0 % '[4]'},1]"),
+    "enum names in any case": _add_sub(
+        inputs=f"[{_IN0.replace('TYPE_FP32', 'type-fp32') % '[4]'},"
+        f"{_IN1.replace('TYPE_FP32', 'Type_Fp32')}]",
+        extra=',"instance_group":[{"kind":"kind_cpu"}]',
+    ),
+    "an enum name without its prefix": _add_sub(
+        inputs=f"[{_IN0.replace('TYPE_', '') % '[4]'},{_IN1}]"
+    ),
+    "booleans as text": _add_sub(
+        extra=',"model_transaction_policy":{"decoupled":"no"},'
+        '"dynamic_batching":{"preserve_ordering":"T"},"max_batch_size":4'
+    ),
+    "a boolean as other text": _add_sub(extra=',"model_transaction_policy":{"decoupled":"nope"}'),
 }
 
 

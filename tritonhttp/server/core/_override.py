@@ -1,5 +1,6 @@
-"""A model configuration given as JSON (the load API's ``config`` parameter), read as
-Triton 2.51's protobuf JSON parser reads it.
+"""A model configuration given as JSON (the load API's ``config`` parameter, what a
+model's ``auto_complete_config`` returns), read as Triton 2.51's protobuf JSON parser
+reads it.
 
 That parser is more lenient than the JSON mapping protobuf specifies, and users' hand-
 written overrides lean on it. Checked against real Triton 2.51:
@@ -10,7 +11,9 @@ written overrides lean on it. Checked against real Triton 2.51:
 * a map field named twice merges its entries; a key twice inside one map is an error;
 * a singular scalar named twice keeps its last value; a singular message named twice is
   an error;
-* ``null`` leaves any field at its default.
+* ``null`` leaves any field at its default;
+* enum names are read in any case and with ``-`` for ``_`` (``"type-fp32"``), booleans
+  also from text (``"yes"``, ``"f"``, ``"1"``).
 
 What is left is handed to protobuf's own JSON parser, which checks names, types and
 values (an unknown field is an error, as in Triton).
@@ -74,7 +77,7 @@ def _message(members: _Object, descriptor: Any) -> dict[str, Any]:
             singular_messages.add(field.name)
             out[field.name] = _value(value, field)
         else:
-            out[field.name] = _plain(value)
+            out[field.name] = _scalar(value, field)
     return out
 
 
@@ -125,6 +128,25 @@ def _elements(value: Any, field: FieldDescriptor) -> list[Any]:
 def _value(value: Any, field: FieldDescriptor) -> Any:
     if field.message_type is not None and isinstance(value, _Object):
         return _message(value, field.message_type)
+    return _scalar(value, field)
+
+
+_TRUE = ("true", "t", "yes", "y", "1")
+_FALSE = ("false", "f", "no", "n", "0")
+
+
+def _scalar(value: Any, field: FieldDescriptor) -> Any:
+    """A scalar as protobuf's parser takes it: Triton's also reads enum names in any case
+    and with ``-`` for ``_`` (``"type-fp32"``), and booleans written as text (``"no"``)."""
+    if isinstance(value, str):
+        if field.type == FieldDescriptor.TYPE_ENUM:
+            return value.upper().replace("-", "_")
+        if field.type == FieldDescriptor.TYPE_BOOL:
+            text = value.lower()
+            if text in _TRUE:
+                return True
+            if text in _FALSE:
+                return False
     return _plain(value)
 
 

@@ -4,10 +4,9 @@ isolation mode."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
-
-from google.protobuf import json_format
 
 from triton_python_backend_utils import _runtime
 
@@ -15,6 +14,7 @@ from ...core._backend_api import LoadContext, ModelInstance, ServerBridge
 from ...core._config import config_to_json
 from ...core._errors import Code, CoreError
 from ...core._model import admission_for
+from ...core._override import OverrideError, read_override
 from ...core.model_config_pb2 import ModelConfig
 from . import _forkserver
 from ._envs import resolve_env
@@ -215,14 +215,13 @@ def _mentions_blocking_calls(host: ModelHost) -> bool:
 
 def _merge(config: ModelConfig, completed: dict[str, Any]) -> ModelConfig:
     """Take from auto_complete_config only what Triton takes: batch size, IO, scheduler,
-    decoupled. The completed config is read as Triton reads it (:func:`_as_triton_reads`);
-    one that is still no valid ModelConfig (an unknown field or enum name, a value of
-    the wrong type) is ignored as a whole, as Triton ignores it: the model loads with
-    the configuration it was given."""
-    parsed = ModelConfig()
+    decoupled. The completed config is read as Triton reads a config's JSON
+    (:func:`~...core._override.read_override`); one that is still no valid ModelConfig
+    (an unknown field or enum name, a value of the wrong type) is ignored as a whole, as
+    Triton ignores it: the model loads with the configuration it was given."""
     try:
-        json_format.ParseDict(_as_triton_reads(completed, ModelConfig.DESCRIPTOR), parsed)
-    except (json_format.ParseError, TypeError, ValueError) as e:
+        parsed = read_override(json.dumps(completed))
+    except (OverrideError, TypeError, ValueError) as e:
         log.warning(
             "auto_complete_config of model '%s' returned an invalid configuration, ignored: %s",
             config.name,
@@ -245,37 +244,3 @@ def _merge(config: ModelConfig, completed: dict[str, Any]) -> ModelConfig:
     if parsed.HasField("model_transaction_policy"):
         merged.model_transaction_policy.CopyFrom(parsed.model_transaction_policy)
     return merged
-
-
-_TRUE = ("true", "t", "yes", "y", "1")
-_FALSE = ("false", "f", "no", "n", "0")
-
-
-def _as_triton_reads(value: Any, descriptor: Any) -> Any:
-    """``value`` (a JSON object for a message of ``descriptor``) with what Triton's JSON
-    reader also takes turned into what protobuf's Python reader takes: enum names in any
-    case and with ``-`` for ``_``, booleans written as text (``"yes"``, ``"f"``, ``"1"``)."""
-    if not isinstance(value, dict):
-        return value
-    fields = {**descriptor.fields_by_camelcase_name, **descriptor.fields_by_name}
-    return {key: _field_as_triton_reads(item, fields.get(key)) for key, item in value.items()}
-
-
-def _field_as_triton_reads(value: Any, field: Any, element: bool = False) -> Any:
-    """``value`` of ``field`` (``element``: one element of the repeated ``field``)."""
-    if field is None or value is None:
-        return value
-    if field.is_repeated and not element and isinstance(value, list):
-        return [_field_as_triton_reads(v, field, element=True) for v in value]
-    if field.type == field.TYPE_MESSAGE:
-        entry = field.message_type
-        if entry.GetOptions().map_entry and isinstance(value, dict):
-            inner = entry.fields_by_name["value"]
-            return {k: _field_as_triton_reads(v, inner) for k, v in value.items()}
-        return _as_triton_reads(value, entry)
-    if isinstance(value, str) and field.type == field.TYPE_ENUM:
-        return value.upper().replace("-", "_")
-    if isinstance(value, str) and field.type == field.TYPE_BOOL:
-        text = value.lower()
-        return True if text in _TRUE else False if text in _FALSE else value
-    return value
