@@ -24,18 +24,7 @@ REPOS = PROJECT / "tests" / "repos"
 SUFFIX = ".from"
 
 #: the source of a Python model that answers each request's input ``IN`` as ``OUT``
-ECHO_MODEL = """import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                [pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())]
-            )
-            for r in requests
-        ]
-"""
+ECHO_MODEL = (REPOS / "_sources" / "echo.py").read_text()
 
 
 def materialise(name: str, into: Path) -> Path:

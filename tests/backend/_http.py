@@ -71,3 +71,9 @@ def mode_call(url: str, model: str, mode: int) -> Any:
 def instance_agnostic(value: Any) -> Any:
     """Instance names (``m_0_1``) replaced: which instance answers is not fixed."""
     return json.loads(re.sub(r"(\w+?)_0_\d\b", r"\1_0_N", json.dumps(value)))
+
+
+def load(url: str, model: str) -> tuple[int, str]:
+    """Load ``model`` through the repository API: the status and the body's text."""
+    r = exchange(url, "POST", f"/v2/repository/models/{model}/load")
+    return r.status, r.body.decode()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _pool import ServerPool
@@ -42,6 +43,19 @@ def ours(servers: Start, isolation: str) -> Start:
         return servers(repo, f"--python-isolation={isolation}", *flags)
 
     return start
+
+
+@pytest.fixture(scope="module")
+def real(request: pytest.FixtureRequest, real_triton_factory: Any) -> Any:
+    """Real Triton serving the module's ``REPO`` with its ``ARGS`` (modules that need
+    another real Triton define their own ``real``)."""
+    return real_triton_factory(request.module.REPO, *request.module.ARGS)
+
+
+@pytest.fixture(scope="module")
+def server(request: pytest.FixtureRequest, ours: Start) -> Any:
+    """Our server serving the module's ``REPO`` with its ``ARGS``, in each isolation mode."""
+    return ours(request.module.REPO, *request.module.ARGS)
 
 
 def until(check: Callable[[], bool], timeout: float = 10.0) -> bool:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from ._http import exchange
-from .conftest import REPOS, Start
+from ._http import exchange, load
+from .conftest import REPOS
 
 REPO = REPOS / "backend_autocomplete"
 ARGS = ("--model-control-mode=explicit",)
@@ -25,19 +25,9 @@ REFUSED = ["numpy_dims", "no_name", "no_name_bad_key", "not_a_dict", "preferred_
 _PB_UTILS_FRAME = re.compile(r"  \S*triton_python_backend_utils\.py\(\d+\): \w+\\n")
 
 
-@pytest.fixture(scope="module")
-def real(real_triton_factory: Any) -> Any:
-    return real_triton_factory(REPO, *ARGS)
-
-
-@pytest.fixture(scope="module")
-def server(ours: Start) -> Any:
-    return ours(REPO, *ARGS)
-
-
 def _load(url: str, model: str) -> tuple[int, str]:
-    r = exchange(url, "POST", f"/v2/repository/models/{model}/load")
-    return r.status, _PB_UTILS_FRAME.sub("", r.body.decode())
+    status, text = load(url, model)
+    return status, _PB_UTILS_FRAME.sub("", text)
 
 
 @pytest.mark.real_triton

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from ._http import exchange, infer_body, instance_agnostic, mode_call
-from .conftest import REPOS, Start
+from ._http import exchange, infer_body, instance_agnostic, load, mode_call
+from .conftest import REPOS
 
 REPO = REPOS / "backend_lifecycle"
 ARGS = ("--model-control-mode=explicit",)
@@ -28,19 +28,7 @@ CODES = ["UNKNOWN", "INTERNAL", "NOT_FOUND", "INVALID_ARG", "UNAVAILABLE", "UNSU
 os.environ["TRITONHTTP_TEST_MODEL_ENV"] = "inherited"  # before any server starts
 
 
-@pytest.fixture(scope="module")
-def real(real_triton_factory: Any) -> Any:
-    return real_triton_factory(REPO, *ARGS)
-
-
-@pytest.fixture(scope="module")
-def server(ours: Start) -> Any:
-    return ours(REPO, *ARGS)
-
-
-def _load(url: str, model: str) -> tuple[int, str]:
-    r = exchange(url, "POST", f"/v2/repository/models/{model}/load")
-    return r.status, r.body.decode()
+_load = load
 
 
 @pytest.mark.real_triton

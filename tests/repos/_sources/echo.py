@@ -1,5 +1,3 @@
-"""Echoes IN as OUT: the models of this repository differ in their configs only."""
-
 import triton_python_backend_utils as pb_utils
 
 
