@@ -466,7 +466,7 @@ def test_sequences_take_slots_and_pad_batches_with_null_requests() -> None:
     batches, null_controls, order, stats = run(main)
     assert batches == [["s1"], ["", "s2"]]
     assert null_controls == {"READY": [[0]], "CORRID": [[0]], "START": [[0]], "IN": [[0]]}
-    assert order == ["READY", "CORRID", "START", "IN"]
+    assert order == ["CORRID", "READY", "START", "IN"]  # Triton 2.51's map order
     assert stats["inference_count"] == 2  # the null request is not an inference
     assert [b["batch_size"] for b in stats["batch_stats"]] == [1, 2]
 
@@ -579,3 +579,40 @@ def test_fifo_sends_nothing_ahead_to_instances_that_do_not_take_it() -> None:
     seen, pending, batches = run(main)
     assert seen == ["a"] and pending == 2
     assert batches == [["a"], ["b"], ["c"]]
+
+
+def test_initial_state_files(tmp_path: Any) -> None:
+    """A state's ``data_file`` is read from the model's ``initial_state`` folder at load
+    (Triton's load errors for a missing or short file; extra bytes are ignored)."""
+    from tritonhttp.server.core._sequence import SequenceBatcher
+    from tritonhttp.server.core._stats import ModelStats
+
+    cfg = ModelConfig()
+    text_format.Parse(
+        'name: "m" backend: "python" max_batch_size: 0 sequence_batching { state [ {'
+        ' input_name: "S" output_name: "S_OUT" data_type: TYPE_INT32 dims: [ 2 ]'
+        ' initial_state: { data_type: TYPE_INT32 dims: [ 2 ] data_file: "init.bin" } } ] }'
+        f"\n{IO}",
+        cfg,
+    )
+
+    def batcher() -> SequenceBatcher:
+        return SequenceBatcher(cfg, [], None, ModelStats(), model_dir=tmp_path)  # type: ignore[arg-type]
+
+    with pytest.raises(CoreError) as missing:
+        batcher()
+    assert missing.value.message == (
+        f"failed to open text file for read {tmp_path}/initial_state/init.bin: "
+        "No such file or directory"
+    )
+    (tmp_path / "initial_state").mkdir()
+    (tmp_path / "initial_state" / "init.bin").write_bytes(np.int32([11]).tobytes())
+    with pytest.raises(CoreError) as short:
+        batcher()
+    assert short.value.code == Code.INVALID_ARG
+    assert short.value.message == (
+        "initial_state setting expects 8 bytes, but the data provided from init.binonly has "
+        "4 bytes."
+    )
+    (tmp_path / "initial_state" / "init.bin").write_bytes(np.int32([11, -3, 9]).tobytes())
+    assert batcher().states[0].value.tolist() == [11, -3]

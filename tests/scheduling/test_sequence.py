@@ -4,10 +4,12 @@ iterative sequences."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 import pytest
+from server._wire import exchange
 
 from ._probe import Probe, counts, info, metric_counts, outcome, wait_for
 
@@ -233,3 +235,40 @@ def test_a_sequence_has_ended_once_its_last_answer_arrived(
             assert probe.post(model, f"a{n}", 0, None, params=last).status == 200, name
             reply = probe.post(model, f"b{n}", 0, None, params={"sequence_id": 31})
             assert outcome(reply) == refused, (name, n)
+
+
+def test_control_and_state_inputs_in_triton_order(probes: dict[str, Probe]) -> None:
+    """The inputs the batcher adds (controls by kind, then implicit states) reach the
+    model in the order of Triton's map of them, whatever their names; the request's own
+    inputs follow in request order. A Python model's state keeps its initial value."""
+
+    def scenario(p: Probe) -> Any:
+        out = []
+        for rid, names, params in [
+            ("n1", ["IN", "X"], {"sequence_id": 3, "sequence_start": True}),
+            ("n2", ["X", "IN"], {"sequence_id": 3, "sequence_end": True}),
+        ]:
+            inputs = [
+                {"name": n, "datatype": "INT32", "shape": [1], "data": [i + 4]}
+                for i, n in enumerate(names)
+            ]
+            doc = {"id": rid, "parameters": params, "inputs": inputs}
+            reply = exchange(p.url, "POST", "/v2/models/seq_names/infer", json.dumps(doc))
+            out.append(_seen(reply))
+        start = {"sequence_id": 4, "sequence_start": True}
+        for rid, params in [("t1", start), ("t2", {"sequence_id": 4, "sequence_end": True})]:
+            seen = _seen(p.post("seq_state", rid, 2, params=params))
+            for entry in seen[1]:
+                entry["inputs"]["STATE"][2] = None  # (no initial state: Triton's is garbage)
+            out.append(seen)
+        return out, counts(p.stats("seq_names")), counts(p.stats("seq_state"))
+
+    triton, ours = _both(probes, scenario)
+    n1 = triton[0][0][1][0]
+    assert n1["order"] == [
+        "S2", "corr", "ready_flag", "seq_end", "INPUT_STATE", "seq_start", "IN", "X"
+    ]  # fmt: skip
+    assert n1["inputs"]["INPUT_STATE"] == ["int32", [2], [0, 0]]
+    assert triton[0][1][1][0]["order"][-2:] == ["X", "IN"]
+    assert triton[0][2][1][0]["inputs"]["STATE"] == ["int32", [1, 2], None]
+    assert ours == triton

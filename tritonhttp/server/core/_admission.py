@@ -18,7 +18,7 @@ from ...utils._dtypes import TRITON_TO_NUMPY
 from ._errors import BackendError, CoreError
 from ._types import InferRequest, InputTensor
 
-__all__ = ["Admission", "AdmissionSpec"]
+__all__ = ["Admission", "AdmissionSpec", "triton_map_order"]
 
 #: an input of the config: (name, wire datatype, dims, optional, reshape or None)
 InputEntry = tuple[str, str, list[int], bool, "list[int] | None"]
@@ -80,23 +80,22 @@ def _string_hash(name: str) -> int:
     return h
 
 
-def _triton_order(inputs: dict[str, InputTensor]) -> list[InputTensor]:
-    """``inputs`` (in request order) in the iteration order of Triton's map of them.
+def triton_map_order(names: list[str]) -> list[int]:
+    """The positions of ``names`` (inserted in that order) in the iteration order of
+    Triton's map of them.
 
     A new element goes to the front of its bucket's run of nodes, a bucket's first one to
     the front of the list; growing the table re-inserts the nodes in list order. Up to two
-    elements that is the reverse of the request order.
+    elements that is the reverse of the insertion order.
     """
-    tensors = list(inputs.values())
-    if len(tensors) <= 2:
-        tensors.reverse()
-        return tensors
-    hashes = [_string_hash(t.name) for t in tensors]
+    if len(names) <= 2:
+        return list(range(len(names)))[::-1]
+    hashes = [_string_hash(name) for name in names]
     # the list as runs per bucket: bucket -> its nodes (newest last); runs newest last
     runs: dict[int, list[int]] = {}
     step = 0
     buckets = _BUCKET_LADDER[0]
-    for i in range(len(tensors)):
+    for i in range(len(names)):
         if i >= buckets:  # one more than the table holds: grow it, re-insert in list order
             step += 1
             buckets = (
@@ -107,7 +106,13 @@ def _triton_order(inputs: dict[str, InputTensor]) -> list[InputTensor]:
             for j in listed:
                 runs.setdefault(hashes[j] % buckets, []).append(j)
         runs.setdefault(hashes[i] % buckets, []).append(i)
-    return [tensors[j] for run in reversed(runs.values()) for j in reversed(run)]
+    return [j for run in reversed(runs.values()) for j in reversed(run)]
+
+
+def _triton_order(inputs: dict[str, InputTensor]) -> list[InputTensor]:
+    """``inputs`` (in request order) in the iteration order of Triton's map of them."""
+    tensors = list(inputs.values())
+    return [tensors[j] for j in triton_map_order([t.name for t in tensors])]
 
 
 class _InputSpec:

@@ -25,11 +25,13 @@ import collections
 import heapq
 import struct
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...utils._dtypes import TRITON_TO_NUMPY
+from ._admission import triton_map_order
 from ._config import wire_datatype
 from ._errors import Code, CoreError
 from ._queue import Pending, PriorityQueue
@@ -52,12 +54,13 @@ __all__ = ["SequenceBatcher"]
 _START = 1
 _END = 2
 _Kind = ModelSequenceBatching.Control
-#: the order Triton hands control inputs to the model (before the request's inputs)
+#: the order Triton adds control inputs to a request (the implicit states follow, in
+#: config order); the model sees them in the order of Triton's map of them
 _CONTROL_ORDER: dict[int, int] = {
-    _Kind.CONTROL_SEQUENCE_READY: 0,
-    _Kind.CONTROL_SEQUENCE_CORRID: 1,
-    _Kind.CONTROL_SEQUENCE_END: 2,
-    _Kind.CONTROL_SEQUENCE_START: 3,
+    _Kind.CONTROL_SEQUENCE_START: 0,
+    _Kind.CONTROL_SEQUENCE_END: 1,
+    _Kind.CONTROL_SEQUENCE_READY: 2,
+    _Kind.CONTROL_SEQUENCE_CORRID: 3,
 }
 
 
@@ -95,6 +98,59 @@ def _parse_controls(config: ModelConfig) -> list[_Control]:
             controls.append(_Control(ci.name, ctl.kind, wire, values))
     controls.sort(key=lambda c: _CONTROL_ORDER.get(c.kind, 4))
     return controls
+
+
+class _State:
+    """An implicit state input and the value every request of a sequence gets for it.
+
+    Python models never update a state, so each request receives its initial value
+    (``zero_data``, the bytes of ``initial_state/<data_file>``; zeros without one).
+    """
+
+    __slots__ = ("name", "value", "wire")
+
+    def __init__(self, name: str, wire: str, value: np.ndarray[Any, Any]) -> None:
+        self.name = name
+        self.wire = wire
+        self.value = value
+
+
+def _parse_states(config: ModelConfig, model_dir: Path | None) -> list[_State]:
+    states: list[_State] = []
+    for st in config.sequence_batching.state:
+        wire = wire_datatype(st.data_type)
+        dtype = TRITON_TO_NUMPY[wire] if wire != "BYTES" else np.dtype(np.object_)
+        init = st.initial_state[0] if st.initial_state else None
+        dims = [max(0, d) for d in (init.dims if init is not None else st.dims)]
+        value = np.zeros(dims, dtype) if dtype != np.object_ else np.full(dims, b"", np.object_)
+        if init is not None and init.WhichOneof("state_data") == "data_file":
+            value = _initial_data(init.data_file, value, model_dir)
+        states.append(_State(st.input_name, wire, value))
+    return states
+
+
+def _initial_data(
+    file: str, value: np.ndarray[Any, Any], model_dir: Path | None
+) -> np.ndarray[Any, Any]:
+    """``value`` filled from the model's ``initial_state/<file>`` (as Triton reads it)."""
+    if model_dir is None or value.dtype == np.object_:
+        return value
+    path = model_dir / "initial_state" / file
+    try:
+        data = path.read_bytes()
+    except OSError:
+        raise CoreError(
+            f"failed to open text file for read {path}: No such file or directory"
+        ) from None
+    if len(data) < value.nbytes:
+        raise CoreError(
+            f"initial_state setting expects {value.nbytes} bytes, but the data provided from "
+            f"{file}only has {len(data)} bytes.",
+            Code.INVALID_ARG,
+        )
+    filled: np.ndarray[Any, Any] = np.frombuffer(data[: value.nbytes], value.dtype).copy()
+    filled.shape = value.shape
+    return filled
 
 
 def _corrid_value(cid: int | str, dtype: np.dtype[Any]) -> Any:
@@ -168,6 +224,7 @@ class SequenceBatcher(Scheduler):
         instances: list[ModelInstance],
         execute: Executor,
         stats: ModelStats,
+        model_dir: Path | None = None,
     ) -> None:
         super().__init__(instances, execute, stats)
         sb = config.sequence_batching
@@ -177,6 +234,11 @@ class SequenceBatcher(Scheduler):
         self.batching = config.max_batch_size > 0
         self.oldest = sb.WhichOneof("strategy_choice") == "oldest"
         self.controls = _parse_controls(config)
+        self.states = _parse_states(config, model_dir)
+        #: where each input the batcher adds (controls, then states) goes among them
+        self._added_order = triton_map_order(
+            [c.name for c in self.controls] + [st.name for st in self.states]
+        )
         self._control_names = frozenset(c.name for c in self.controls)
         self._input_specs = {i.name: wire_datatype(i.data_type) for i in config.input}
         if self.oldest:
@@ -352,10 +414,11 @@ class SequenceBatcher(Scheduler):
     # ------------------------------------------------------------------ dispatch
 
     def _with_controls(self, req: InferRequest, inputs: dict[str, InputTensor]) -> None:
-        if not self.controls:
+        """``req`` gets ``inputs`` after the control and state inputs, in Triton's order."""
+        if not self.controls and not self.states:
             return
         shape = [1, 1] if self.batching else [1]
-        tensors: dict[str, InputTensor] = {}
+        added: list[InputTensor] = []
         for ctl in self.controls:
             if ctl.kind == _Kind.CONTROL_SEQUENCE_CORRID:
                 cid = req.correlation_id
@@ -374,7 +437,11 @@ class SequenceBatcher(Scheduler):
                 values = ctl.values
                 value = values[1] if on and len(values) > 1 else (values[0] if values else 0)
                 arr = np.full(shape, value, ctl.dtype)
-            tensors[ctl.name] = InputTensor(ctl.name, ctl.wire, list(shape), array=arr)
+            added.append(InputTensor(ctl.name, ctl.wire, list(shape), array=arr))
+        for st in self.states:
+            arr = st.value[None, ...] if self.batching else st.value
+            added.append(InputTensor(st.name, st.wire, list(arr.shape), array=arr.copy()))
+        tensors = {added[i].name: added[i] for i in self._added_order}
         tensors.update((k, v) for k, v in inputs.items() if k not in tensors)
         req.inputs = tensors
 
@@ -391,7 +458,7 @@ class SequenceBatcher(Scheduler):
                 continue
             zeros[name] = InputTensor(name, t.datatype, list(t.shape), array=arr)
         null = InferRequest(id="", inputs={}, requested_outputs=[], batch_size=template.batch_size)
-        if self.controls:
+        if self.controls or self.states:
             self._with_controls(null, zeros)
             for ctl in self.controls:  # everything off, READY included
                 t = null.inputs[ctl.name]
