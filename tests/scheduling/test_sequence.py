@@ -272,3 +272,30 @@ def test_control_and_state_inputs_in_triton_order(probes: dict[str, Probe]) -> N
     assert triton[0][1][1][0]["order"][-2:] == ["X", "IN"]
     assert triton[0][2][1][0]["inputs"]["STATE"] == ["int32", [1, 2], None]
     assert ours == triton
+
+
+def test_state_and_control_settings(probe_pair: Any) -> None:
+    """Initial states that cannot load fail the model with Triton's words; a state's
+    variable dimension reaches the model as 1; one control tensor for START and END
+    carries END's value."""
+    pair = probe_pair("sched_states", "--exit-on-error=false", "--strict-readiness=false")
+
+    def scenario(p: Probe) -> Any:
+        index = exchange(p.url, "POST", "/v2/repository/index", "{}").json()
+        out: list[Any] = [sorted((m["name"], m["state"], m.get("reason", "")) for m in index)]
+        for model in ("state_var", "ctl_shared"):
+            for rid, params in [
+                ("a", {"sequence_id": 8, "sequence_start": True}),
+                ("b", {"sequence_id": 8, "sequence_end": True}),
+            ]:
+                out.append(_seen(p.post(model, rid, 1, params=params)))
+        return out
+
+    triton, ours = _both(pair, scenario)
+    assert ("state_twice", "UNAVAILABLE", (
+        "Invalid argument: initial_state field for state input 'S' must contain exactly one "
+        "or zero element. Found '2' elements."
+    )) in triton[0]  # fmt: skip
+    assert triton[1][1][0]["inputs"]["S"] == ["int32", [1, 1, 2], [0, 0]]
+    assert [s[1][0]["inputs"]["FLAG"][2] for s in triton[3:]] == [[10], [11]]
+    assert ours == triton

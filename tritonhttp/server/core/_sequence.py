@@ -116,23 +116,41 @@ class _State:
 
 
 def _parse_states(config: ModelConfig, model_dir: Path | None) -> list[_State]:
+    """The states of ``config``, shaped as the state (-1 read as 1), with Triton's load
+    errors for their initial values."""
     states: list[_State] = []
     for st in config.sequence_batching.state:
         wire = wire_datatype(st.data_type)
         dtype = TRITON_TO_NUMPY[wire] if wire != "BYTES" else np.dtype(np.object_)
-        init = st.initial_state[0] if st.initial_state else None
-        dims = [max(0, d) for d in (init.dims if init is not None else st.dims)]
-        value = np.zeros(dims, dtype) if dtype != np.object_ else np.full(dims, b"", np.object_)
-        if init is not None and init.WhichOneof("state_data") == "data_file":
-            value = _initial_data(init.data_file, value, model_dir)
+        shape = [1 if d == -1 else max(0, d) for d in st.dims]
+        value = np.zeros(shape, dtype) if dtype != np.object_ else np.full(shape, b"", np.object_)
+        if len(st.initial_state) > 1:
+            raise CoreError(
+                f"initial_state field for state input '{st.input_name}' must contain exactly "
+                f"one or zero element. Found '{len(st.initial_state)}' elements.",
+                Code.INVALID_ARG,
+            )
+        if st.initial_state:
+            init = st.initial_state[0]
+            for want, got in zip(st.dims, init.dims, strict=False):
+                if want not in (-1, got):
+                    raise CoreError(
+                        f"'initial_state' dim for input name '{st.input_name}' doesn't match "
+                        f"'state' dim description. {got} != {want}",
+                        Code.INVALID_ARG,
+                    )
+            if init.WhichOneof("state_data") == "data_file":
+                size = int(np.prod(init.dims)) * dtype.itemsize
+                value = _initial_data(init.data_file, size, value, model_dir)
         states.append(_State(st.input_name, wire, value))
     return states
 
 
 def _initial_data(
-    file: str, value: np.ndarray[Any, Any], model_dir: Path | None
+    file: str, size: int, value: np.ndarray[Any, Any], model_dir: Path | None
 ) -> np.ndarray[Any, Any]:
-    """``value`` filled from the model's ``initial_state/<file>`` (as Triton reads it)."""
+    """``value`` filled from the model's ``initial_state/<file>`` (``size`` bytes expected,
+    as Triton reads it)."""
     if model_dir is None or value.dtype == np.object_:
         return value
     path = model_dir / "initial_state" / file
@@ -142,13 +160,14 @@ def _initial_data(
         raise CoreError(
             f"failed to open text file for read {path}: No such file or directory"
         ) from None
-    if len(data) < value.nbytes:
+    if len(data) < size:
         raise CoreError(
-            f"initial_state setting expects {value.nbytes} bytes, but the data provided from "
+            f"initial_state setting expects {size} bytes, but the data provided from "
             f"{file}only has {len(data)} bytes.",
             Code.INVALID_ARG,
         )
-    filled: np.ndarray[Any, Any] = np.frombuffer(data[: value.nbytes], value.dtype).copy()
+    data = data[: min(size, value.nbytes)].ljust(value.nbytes, b"\0")
+    filled: np.ndarray[Any, Any] = np.frombuffer(data, value.dtype).copy()
     filled.shape = value.shape
     return filled
 
@@ -235,10 +254,12 @@ class SequenceBatcher(Scheduler):
         self.oldest = sb.WhichOneof("strategy_choice") == "oldest"
         self.controls = _parse_controls(config)
         self.states = _parse_states(config, model_dir)
-        #: where each input the batcher adds (controls, then states) goes among them
-        self._added_order = triton_map_order(
-            [c.name for c in self.controls] + [st.name for st in self.states]
+        #: the names of the inputs the batcher adds (controls, then states; a name added
+        #: twice keeps its place and takes the later value), in Triton's map order
+        added = list(
+            dict.fromkeys([c.name for c in self.controls] + [st.name for st in self.states])
         )
+        self._added_names = [added[i] for i in triton_map_order(added)]
         self._control_names = frozenset(c.name for c in self.controls)
         self._input_specs = {i.name: wire_datatype(i.data_type) for i in config.input}
         if self.oldest:
@@ -441,7 +462,8 @@ class SequenceBatcher(Scheduler):
         for st in self.states:
             arr = st.value[None, ...] if self.batching else st.value
             added.append(InputTensor(st.name, st.wire, list(arr.shape), array=arr.copy()))
-        tensors = {added[i].name: added[i] for i in self._added_order}
+        by_name = {t.name: t for t in added}
+        tensors = {name: by_name[name] for name in self._added_names}
         tensors.update((k, v) for k, v in inputs.items() if k not in tensors)
         req.inputs = tensors
 
