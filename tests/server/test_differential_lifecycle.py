@@ -401,6 +401,10 @@ OVERRIDES = {
         '"dynamic_batching":{"preserve_ordering":"T"},"max_batch_size":4'
     ),
     "a boolean as other text": _add_sub(extra=',"model_transaction_policy":{"decoupled":"nope"}'),
+    "floats that are not integers": _add_sub(
+        extra=',"sequence_batching":{"control_input":[{"name":"START","control":'
+        '[{"kind":"CONTROL_SEQUENCE_START","fp32_false_true":[0.1,2.25]}]}]}'
+    ),
 }
 
 

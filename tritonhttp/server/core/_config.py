@@ -318,7 +318,7 @@ def _scalar(field: Any, value: Any) -> str:
         if math.isfinite(x) and x.is_integer() and abs(x) < 2**63:
             return str(int(x))
         if t == _FD.TYPE_FLOAT and math.isfinite(x):
-            x = float(repr(np.float32(x)))
+            x = float(str(np.float32(x)))  # (the shortest text of the float32)
         return _json.format_double(x)
     return str(int(value))
 
