@@ -73,13 +73,23 @@ def step_models(cfg: ModelConfig) -> list[str]:
 def validate_graph(cfg: ModelConfig) -> None:
     """The checks Triton makes on an ensemble's graph while polling (PollError texts)."""
     name = cfg.name
+    if cfg.backend:
+        raise PollError(
+            f"Ensemble model '{name}' must have platform type 'ensemble' and empty backend type"
+        )
+    if cfg.instance_group:
+        raise PollError(f"instance group should not be specified for ensemble '{name}'")
+    if cfg.HasField("optimization"):
+        raise PollError(f"optimization should not be specified for ensemble '{name}'")
+    if cfg.model_warmup:
+        raise PollError(f"model_warmup can not be specified for ensemble '{name}'")
     if not cfg.HasField("ensemble_scheduling"):
         raise PollError(
             f"ensemble scheduling must be set for ensemble {name} whose platform is ensemble"
         )
     steps = steps_of(cfg)
     if not steps:
-        raise PollError(f"must specify one or more 'step's for ensemble {name}")
+        raise PollError(f"must specify 'step' for ensemble '{name}'")
     producer: dict[str, int] = {}
     for i, step in enumerate(steps):
         for what, given in (
@@ -93,7 +103,7 @@ def validate_graph(cfg: ModelConfig) -> None:
             if tensor in producer:
                 raise PollError(
                     f"ensemble tensor '{tensor}' can appear in an output map only once for "
-                    f"ensemble {name} step {i}"
+                    f"ensemble '{name}' step {i}"
                 )
             producer[tensor] = i
     inputs = [t.name for t in cfg.input]
@@ -116,7 +126,7 @@ def _needed_tensors(
     name = cfg.name
     seen: set[str] = set()
     for out in cfg.output:
-        if out.name not in producer:
+        if out.name not in producer and out.name not in inputs:  # (an input may be an output)
             raise PollError(f"ensemble output '{out.name}' for ensemble {name}' is not used")
         todo = [out.name]
         while todo:
@@ -154,7 +164,8 @@ def check_steps(cfg: ModelConfig, lookup: Lookup) -> None:
         )
     models: list[ModelVersion] = []
     for step in steps:
-        mv = lookup(step.model, step.version)
+        # (-1 is the latest version; any other number names a version, 0 included)
+        mv = lookup(step.model, step.version) if step.version == -1 or step.version > 0 else None
         if mv is None:
             raise CoreError(
                 f"ensemble '{name}' depends on '{step.model}' whose required version "
@@ -164,50 +175,65 @@ def check_steps(cfg: ModelConfig, lookup: Lookup) -> None:
     for step, mv in zip(steps, models, strict=True):
         step_cfg = mv.config
         assert step_cfg is not None
-        if cfg.max_batch_size > step_cfg.max_batch_size:
-            if step_cfg.max_batch_size == 0:
-                raise CoreError(
-                    f"ensemble {name} allows maximum batch size {cfg.max_batch_size}, but it "
-                    f"contains model {step.model} which does not support batching"
-                )
+        # (a step that does not batch takes whatever the ensemble's batch makes of it)
+        if 0 < step_cfg.max_batch_size < cfg.max_batch_size:
             raise CoreError(
                 f"ensemble {name} allows maximum batch size {cfg.max_batch_size}, but it "
                 f"contains model {step.model} which only allows maximum batch size to be "
                 f"{step_cfg.max_batch_size}"
             )
     _check_tensors(cfg, steps, models)
+    _check_decoupled_origins(cfg, steps, models)
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What one model says of an ensemble tensor: its data type, its dims (without the
+    batch dimension), whether that model batches."""
+
+    dtype: int
+    dims: list[int]
+    batching: bool
+    source: str
+
+    @property
+    def full(self) -> list[int]:
+        return [-1, *self.dims] if self.batching else self.dims
 
 
 def _check_tensors(cfg: ModelConfig, steps: list[Step], models: list[ModelVersion]) -> None:
-    """Every ensemble tensor has one data type and one shape, whoever reads or writes it."""
+    """Every ensemble tensor has one data type and one shape, whoever reads or writes it:
+    the ensemble's own inputs and outputs first, then each step in order (its inputs,
+    every required one mapped, then its outputs)."""
     name = cfg.name
-    known: dict[str, tuple[int, list[int], str]] = {}
+    known: dict[str, _Seen] = {}
 
-    def note(tensor: str, dtype: int, shape: list[int], source: str) -> None:
-        seen = known.get(tensor)
-        if seen is None:
-            known[tensor] = (dtype, shape, source)
-            return
-        if seen[0] != dtype:
+    def note(tensor: str, seen: _Seen) -> None:
+        first = known.setdefault(tensor, seen)
+        if first.dtype != seen.dtype:
             raise CoreError(
                 f"in ensemble {name}, ensemble tensor {tensor}: inconsistent data type: "
-                f"{DataType.Name(seen[0])} is inferred from model {seen[2]} while "
-                f"{DataType.Name(dtype)} is inferred from model {source}"
+                f"{DataType.Name(first.dtype)} is inferred from model {first.source} while "
+                f"{DataType.Name(seen.dtype)} is inferred from model {seen.source}"
             )
-        if not _compatible(seen[1], shape):
+        # (the dims as given, or with the batch dimension of the one that batches: a
+        # non-batching model may spell out [-1, ...] what a batching one calls [...])
+        if not (_compatible(first.dims, seen.dims) or _compatible(first.full, seen.full)):
             raise CoreError(
                 f"in ensemble {name}, ensemble tensor {tensor}: inconsistent shape: "
-                f"{_dims(seen[1])} is inferred from model {seen[2]} while {_dims(shape)} is "
-                f"inferred from model {source}"
+                f"{_dims(first.full)} is inferred from model {first.source} while "
+                f"{_dims(seen.full)} is inferred from model {seen.source}"
             )
 
-    batch = [-1] if cfg.max_batch_size > 0 else []
+    batching = cfg.max_batch_size > 0
     for t in cfg.input:
-        note(t.name, t.data_type, batch + list(t.dims), name)
+        note(t.name, _Seen(t.data_type, list(t.dims), batching, name))
+    for o in cfg.output:
+        note(o.name, _Seen(o.data_type, list(o.dims), batching, name))
     for step, mv in zip(steps, models, strict=True):
         step_cfg = mv.config
         assert step_cfg is not None
-        step_batch = [-1] if step_cfg.max_batch_size > 0 else []
+        batching = step_cfg.max_batch_size > 0
         ins = {t.name: t for t in step_cfg.input}
         outs = {t.name: t for t in step_cfg.output}
         for key, tensor in step.inputs.items():
@@ -217,7 +243,13 @@ def _check_tensors(cfg: ModelConfig, steps: list[Step], models: list[ModelVersio
                     f"in ensemble {name}, ensemble tensor {tensor} is mapping to non-existing "
                     f"input {key} in model {step.model}"
                 )
-            note(tensor, spec.data_type, step_batch + list(spec.dims), step.model)
+            note(tensor, _Seen(spec.data_type, list(spec.dims), batching, step.model))
+        for key, spec in ins.items():
+            if key not in step.inputs and not spec.optional:
+                raise CoreError(
+                    f"in ensemble {name}, input {key} in model {step.model} is not mapped to "
+                    "any ensemble tensors"
+                )
         for key, tensor in step.outputs.items():
             out = outs.get(key)
             if out is None:
@@ -225,9 +257,33 @@ def _check_tensors(cfg: ModelConfig, steps: list[Step], models: list[ModelVersio
                     f"in ensemble {name}, ensemble tensor {tensor} is mapped from "
                     f"non-existing output {key} in model {step.model}"
                 )
-            note(tensor, out.data_type, step_batch + list(out.dims), step.model)
-    for o in cfg.output:
-        note(o.name, o.data_type, batch + list(o.dims), name)
+            note(tensor, _Seen(out.data_type, list(out.dims), batching, step.model))
+
+
+def _check_decoupled_origins(
+    cfg: ModelConfig, steps: list[Step], models: list[ModelVersion]
+) -> None:
+    """A step may not read tensors that come from different decoupled steps (the
+    ensemble's inputs come from the ensemble): their responses could not be matched."""
+    name = cfg.name
+    origin = {t.name: name for t in cfg.input}
+    todo = list(range(len(steps)))
+    while todo:
+        ready = [i for i in todo if all(t in origin for t in steps[i].inputs.values())]
+        if not ready:
+            return  # (what is left reads tensors nothing makes: refused elsewhere)
+        for i in ready:
+            todo.remove(i)
+            step, mv = steps[i], models[i]
+            sources = {origin[t] for t in step.inputs.values()}
+            if len(sources) > 1:
+                raise CoreError(
+                    f"in ensemble {name}, step of model '{name}' receives inputs originated "
+                    "from different decoupled models"
+                )
+            made_by = step.model if mv.decoupled else sources.pop()
+            for tensor in step.outputs.values():
+                origin[tensor] = made_by
 
 
 def _compatible(a: list[int], b: list[int]) -> bool:
