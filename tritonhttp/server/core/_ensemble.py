@@ -350,6 +350,31 @@ def _as_input(name: str, out: OutputTensor) -> InputTensor:
     return InputTensor(name, out.datatype, list(out.shape), array=out.array)
 
 
+def _fits(shape: list[int], dims: list[int]) -> bool:
+    return len(shape) == len(dims) and all(d in (-1, s) for s, d in zip(shape, dims, strict=True))
+
+
+def _batch_fitted(shape: list[int], dims: Iterable[int], batches: bool, batch: int) -> list[int]:
+    """The shape a tensor takes for a model (a step, or the ensemble for its response)
+    whose dims are ``dims``: a tensor without batch dimension (``batch`` 0) gets one of 1
+    for a model that batches; one of a batch of 1 loses it for a model that does not
+    batch, when it does not fit the dims as it is (as Triton reshapes them)."""
+    dims = list(dims)
+    if batches and batch == 0 and _fits(shape, dims):
+        return [1, *shape]
+    unbatched = not batches and batch == 1 and shape[:1] == [1]
+    if unbatched and not _fits(shape, dims) and _fits(shape[1:], dims):
+        return shape[1:]
+    return shape
+
+
+def _reshaped(name: str, t: InputTensor, shape: list[int]) -> InputTensor:
+    if shape == list(t.shape):
+        return InputTensor(name, t.datatype, shape, t.array, t.raw)
+    array = t.array.reshape(shape) if t.array is not None else None
+    return InputTensor(name, t.datatype, shape, array, t.raw)
+
+
 def _pruned(steps: list[Step], outputs: list[str], wanted: list[str] | None) -> set[int]:
     """The steps that run for a request asking for ``wanted`` outputs (None: all), as
     Triton prunes them: an output not asked for is dropped, a step whose every output is
@@ -393,7 +418,12 @@ class _Run:
     wanted: list[str]
     #: optional ensemble inputs the request left out (steps run without them)
     absent: set[str]
+    #: the batch size of each tensor set (0: it has no batch dimension)
+    batch: dict[str, int] = field(default_factory=dict)
     error: CoreError | None = None
+    #: whether no other step request was in flight when the error came (then Triton 2.51
+    #: counts the failure twice)
+    alone: bool = True
     #: responses sent (decoupled ensembles) or the one response made
     responses: list[InferResponse] = field(default_factory=list)
     #: the step requests in flight, with their models (cancelled with the request)
@@ -463,6 +493,8 @@ class EnsembleVersion(ModelVersion):
         wanted = req.requested_outputs or list(self._outputs)
         live = _pruned(self.steps, self._outputs, req.requested_outputs)
         run = _Run(req, live, wanted, self._optional - req.inputs.keys())
+        batch = req.batch_size if self.config is not None and self.config.max_batch_size else 0
+        run.batch = dict.fromkeys(req.inputs, batch)
         tensors = {
             name: InputTensor(name, t.datatype, list(t.shape), t.array, t.raw)
             for name, t in req.inputs.items()
@@ -483,10 +515,12 @@ class EnsembleVersion(ModelVersion):
         if run.error is not None:
             if req.cancelled:  # (its client went away)
                 self.stats.record_failure("CANCELED", t1 - req.start_ns)
-            else:  # Triton 2.51 counts a request that failed in its steps twice (and one
-                # its admission refused not at all)
+            else:  # Triton 2.51 counts a request that failed in its steps twice, once when
+                # other step requests were still in flight (and one its admission refused
+                # not at all)
                 self.stats.record_failure("OTHER", t1 - req.start_ns)
-                self.stats.record_failure("OTHER", t1 - req.start_ns)
+                if run.alone:
+                    self.stats.record_failure("OTHER", t1 - req.start_ns)
             if stream is not None:
                 stream.put(InferResponse(error=run.error), True)
                 return InferResponse()
@@ -549,7 +583,10 @@ class EnsembleVersion(ModelVersion):
                 finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for task in finished:
                     del running[task]
-                    tensors = {**tensors, **self._result(run, task)}
+                # (steps that finished together count as in flight for each other's error)
+                others = bool(running) or len(finished) > 1
+                for task in finished:
+                    tensors = {**tensors, **self._result(run, task, others)}
         finally:
             if running:
                 await asyncio.wait(running)
@@ -557,7 +594,7 @@ class EnsembleVersion(ModelVersion):
             self._answer(run, tensors)
 
     def _result(
-        self, run: _Run, task: asyncio.Future[dict[str, InputTensor]]
+        self, run: _Run, task: asyncio.Future[dict[str, InputTensor]], others: bool
     ) -> dict[str, InputTensor]:
         """A finished step's outputs; a failed step's error becomes the ensemble's."""
         error = task.exception()
@@ -565,7 +602,7 @@ class EnsembleVersion(ModelVersion):
             return task.result()
         if not isinstance(error, _StepFailed):
             raise error
-        self._failed(run, error)
+        self._failed(run, error, others)
         return {}
 
     async def _step(
@@ -575,15 +612,17 @@ class EnsembleVersion(ModelVersion):
         try:
             return await self._call(run, i, mv, tensors)
         except _StepFailed as e:
-            self._failed(run, e)
+            self._failed(run, e, False)
             return {}
 
-    def _failed(self, run: _Run, failure: _StepFailed) -> None:
-        """A step's error becomes the ensemble's (the first one to fail)."""
+    def _failed(self, run: _Run, failure: _StepFailed, others: bool) -> None:
+        """A step's error becomes the ensemble's (the first one to fail); ``others``:
+        other steps finished with it, not yet taken."""
         if run.error is None:
             run.error = CoreError(
                 f"in ensemble '{self.name}', {failure.error.message}", failure.error.code
             )
+            run.alone = not run.active and not others
 
     def _model(self, run: _Run, i: int) -> ModelVersion | None:
         step = self.steps[i]
@@ -596,28 +635,52 @@ class EnsembleVersion(ModelVersion):
             )
         return mv
 
-    def _inputs(self, i: int, tensors: dict[str, InputTensor]) -> dict[str, InputTensor]:
+    def _inputs(
+        self, run: _Run, i: int, mv: ModelVersion, tensors: dict[str, InputTensor]
+    ) -> dict[str, InputTensor]:
+        """The inputs of step ``i``, each fitted to the step's batching."""
+        cfg = mv.config
+        assert cfg is not None
+        dims = {t.name: t.dims for t in cfg.input}
         out = {}
         for key, tensor in self.steps[i].inputs.items():
             t = tensors.get(tensor)
             if t is None:
                 continue  # (an optional ensemble input the request left out)
-            out[key] = InputTensor(key, t.datatype, list(t.shape), t.array, t.raw)
+            shape = _batch_fitted(
+                list(t.shape), dims.get(key, []), cfg.max_batch_size > 0, run.batch.get(tensor, 0)
+            )
+            out[key] = _reshaped(key, t, shape)
         return out
 
-    def _outputs_of(self, i: int, response: InferResponse) -> dict[str, InputTensor]:
+    def _note_batch(self, run: _Run, i: int, mv: ModelVersion, sreq: InferRequest) -> None:
+        """The batch size of the outputs of step ``i`` (none when the step does not batch)."""
+        cfg = mv.config
+        first = next(iter(sreq.inputs.values()), None)
+        batch = first.shape[0] if cfg and cfg.max_batch_size and first and first.shape else 0
+        for tensor in self.steps[i].outputs.values():
+            run.batch[tensor] = batch
+
+    def _outputs_of(self, run: _Run, i: int, response: InferResponse) -> dict[str, InputTensor]:
+        """A step's outputs as ensemble tensors. One its response leaves out is set all
+        the same, as absent: the steps reading it run without it, the ensemble's response
+        goes without it (as in Triton)."""
         mapping = self.steps[i].outputs
-        return {
+        outputs = {
             mapping[o.name]: _as_input(mapping[o.name], o)
             for o in response.outputs
             if o.name in mapping
         }
+        run.absent.update(t for t in mapping.values() if t not in outputs)
+        return outputs
 
     async def _call(
         self, run: _Run, i: int, mv: ModelVersion, tensors: dict[str, InputTensor]
     ) -> dict[str, InputTensor]:
         """One request to a (non-decoupled) step; its outputs as ensemble tensors."""
-        sreq = step_request(run.req, self._inputs(i, tensors), list(self.steps[i].outputs))
+        inputs = self._inputs(run, i, mv, tensors)
+        sreq = step_request(run.req, inputs, list(self.steps[i].outputs))
+        self._note_batch(run, i, mv, sreq)
         trace_child(run.req, sreq, mv.name, mv.version)
         try:
             mv.admit(sreq)
@@ -635,7 +698,7 @@ class EnsembleVersion(ModelVersion):
             trace_end(sreq)
         if response.error is not None:
             raise _StepFailed(response.error)
-        return self._outputs_of(i, response)
+        return self._outputs_of(run, i, response)
 
     async def _fan_out(
         self,
@@ -648,7 +711,9 @@ class EnsembleVersion(ModelVersion):
         """A decoupled step: each of its responses continues the branch."""
         from ._bridge import decoupled_responses  # (the bridge imports the repository)
 
-        sreq = step_request(run.req, self._inputs(i, tensors), list(self.steps[i].outputs))
+        inputs = self._inputs(run, i, mv, tensors)
+        sreq = step_request(run.req, inputs, list(self.steps[i].outputs))
+        self._note_batch(run, i, mv, sreq)
         trace_child(run.req, sreq, mv.name, mv.version)
         try:
             mv.admit(sreq)
@@ -670,7 +735,8 @@ class EnsembleVersion(ModelVersion):
                             f"in ensemble '{self.name}', {message}", response.error.code
                         )
                         return
-                    await self._branch(run, {**tensors, **self._outputs_of(i, response)}, done)
+                    outputs = self._outputs_of(run, i, response)
+                    await self._branch(run, {**tensors, **outputs}, done)
                     if run.error is not None:
                         return
         finally:
@@ -688,18 +754,27 @@ class EnsembleVersion(ModelVersion):
 
     def _answer(self, run: _Run, tensors: dict[str, InputTensor]) -> None:
         """The branch ended: answer if every output asked for is set."""
-        if any(name not in tensors for name in run.wanted):
+        if any(name not in tensors and name not in run.absent for name in run.wanted):
             return  # (a request left without a response gets the deadlock error)
         outputs = []
         wanted = set(run.wanted)
+        cfg = self.config
+        assert cfg is not None
         # (Triton lists them in the reverse of the config's order)
-        for name in reversed(self._outputs):
-            if name not in wanted:
+        for spec in reversed(cfg.output):
+            name = spec.name
+            if name not in wanted or name not in tensors:
                 continue
-            t = tensors[name]
+            shape = _batch_fitted(
+                list(tensors[name].shape), spec.dims, cfg.max_batch_size > 0, run.batch.get(name, 0)
+            )
+            t = _reshaped(name, tensors[name], shape)
             assert t.array is not None
             outputs.append(OutputTensor(name, t.datatype, list(t.shape), t.array))
-        response = InferResponse(outputs, parameters=_sequence_parameters(run.req, len(outputs)))
+        # (the response parameters come with the outputs that steps made, once each: an
+        # ensemble input that is also an output brings none)
+        made = sum(1 for o in outputs if o.name not in run.req.inputs)
+        response = InferResponse(outputs, parameters=_sequence_parameters(run.req, made))
         run.responses.append(response)
         stream = run.req.response_stream
         if stream is not None:
