@@ -283,7 +283,7 @@ def test_state_and_control_settings(probe_pair: Any) -> None:
     def scenario(p: Probe) -> Any:
         index = exchange(p.url, "POST", "/v2/repository/index", "{}").json()
         out: list[Any] = [sorted((m["name"], m["state"], m.get("reason", "")) for m in index)]
-        for model in ("state_var", "ctl_shared"):
+        for model in ("state_var", "ctl_shared", "state_file"):
             for rid, params in [
                 ("a", {"sequence_id": 8, "sequence_start": True}),
                 ("b", {"sequence_id": 8, "sequence_end": True}),
@@ -297,5 +297,10 @@ def test_state_and_control_settings(probe_pair: Any) -> None:
         "or zero element. Found '2' elements."
     )) in triton[0]  # fmt: skip
     assert triton[1][1][0]["inputs"]["S"] == ["int32", [1, 1, 2], [0, 0]]
-    assert [s[1][0]["inputs"]["FLAG"][2] for s in triton[3:]] == [[10], [11]]
+    assert [s[1][0]["inputs"]["FLAG"][2] for s in triton[3:5]] == [[10], [11]]
+    # a data_file state: the file's first bytes
+    assert triton[5][1][0]["inputs"]["S"] == ["int32", [1, 2], [11, -3]]
+    assert {name for name, state, _ in triton[0] if state != "READY"} >= {
+        "state_file_missing", "state_file_short"
+    }
     assert ours == triton

@@ -94,3 +94,49 @@ def test_inputs_and_outputs_refused_as_triton_refuses_them(
     real, ours = answers
     assert sum(item.get("state") == "READY" for item in real) == 6  # the rest are refused
     assert ours == real
+
+
+#: the models of tests/repos/sched_checks that Triton refuses while polling, and why (a
+#: config without a name: the messages name the folder)
+SCHEDULING_PROBLEMS = {
+    "dynamic_big": "dynamic batching preferred size must be <= max batch size for dynamic_big",
+    "no_name": "sequence batching control tensor must have a name for no_name",
+    "no_list": "sequence batching must specify either 'int32_false_true', 'fp32_false_true' "
+    "or 'bool_false_true' for CONTROL_SEQUENCE_START for no_list",
+    "two_lists": "sequence batching specifies more than one from 'int32_false_true', "
+    "'fp32_false_true' and 'bool_false_true' for CONTROL_SEQUENCE_START for two_lists",
+    "three_entries": "sequence batching control 'bool_false_true' must have exactly 2 entries "
+    "for CONTROL_SEQUENCE_START for three_entries",
+    "corrid_list": "sequence batching must not specify either 'int32_false_true', "
+    "'fp32_false_true' or 'bool_false_true' for CONTROL_SEQUENCE_CORRID for corrid_list",
+    "two_starts": "sequence batching specifies multiple CONTROL_SEQUENCE_START tensors for "
+    "two_starts",
+    "same_tensor": "sequence batching control tensor 'CTL' is specified for multiple control "
+    "kinds for same_tensor",
+    "oldest_zero": "sequence batching preferred batch size must be positive for oldest_zero",
+    "oldest_big": "sequence batching preferred batch size must be <= max batch size for oldest_big",
+}
+
+
+def test_scheduler_settings_refused_as_triton_refuses_them(model_repo: Any) -> None:
+    skip_without_real_triton(rt.platform_problem())
+    rt.ensure_installed()
+    flags = ("--exit-on-error=false", "--strict-readiness=false")
+    repo = model_repo("sched_checks")
+    indexes, logs = [], []
+    for start in (rt.start, _launch.start):
+        server = start(repo, *flags, wait_ready=False, timeout=90)
+        try:
+            indexes.append(exchange(server.url, "POST", "/v2/repository/index").json())
+        finally:
+            server.stop()
+        logs.append(server.log())
+    real, ours = indexes
+    assert real == [
+        {"name": name, "version": "1", "state": "READY"} if name == "ok" else {"name": name}
+        for name in sorted([*SCHEDULING_PROBLEMS, "ok"])
+    ]
+    assert ours == real
+    for model, why in SCHEDULING_PROBLEMS.items():
+        for log in logs:
+            assert f"Poll failed for model directory '{model}': {why}" in log, (model, why)

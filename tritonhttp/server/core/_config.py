@@ -166,7 +166,7 @@ def validate_poll(cfg: ModelConfig, dir_name: str) -> None:
             f"unexpected directory name '{dir_name}' for model '{name}', "
             "directory name must equal model name"
         )
-    problem = scheduling_problem(cfg)
+    problem = scheduling_problem(cfg, dir_name)
     if problem:
         raise PollError(problem)
     which = cfg.WhichOneof("scheduling_choice")
@@ -183,10 +183,11 @@ def validate_poll(cfg: ModelConfig, dir_name: str) -> None:
         )
 
 
-def scheduling_problem(cfg: ModelConfig) -> str | None:
+def scheduling_problem(cfg: ModelConfig, name: str = "") -> str | None:
     """What Triton refuses in the batch size and the scheduler's settings (None: nothing),
-    checked on the configuration file and again on what the model completed."""
-    name = cfg.name
+    checked on the configuration file and again on what the model completed (``name``:
+    the model's, where the config does not say it)."""
+    name = cfg.name or name
     if cfg.max_batch_size < 0:
         return f"'max_batch_size' must be non-negative value for {name}"
     which = cfg.WhichOneof("scheduling_choice")
@@ -200,17 +201,78 @@ def scheduling_problem(cfg: ModelConfig) -> str | None:
         if db.priority_levels > 0 and not 1 <= db.default_priority_level <= db.priority_levels:
             return f"default priority level must be in range [1, {db.priority_levels}] for {name}"
     elif which == "sequence_batching":
-        allowed = ("TYPE_UINT64", "TYPE_INT64", "TYPE_UINT32", "TYPE_INT32", "TYPE_STRING")
-        for ci in cfg.sequence_batching.control_input:
-            for ctl in ci.control:
-                if ctl.kind == ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID and (
-                    DataType.Name(ctl.data_type) not in allowed
-                ):
-                    return (
-                        "unexpected data type for control CONTROL_SEQUENCE_CORRID for "
-                        f"{name}. Allowed data types are TYPE_UINT64, TYPE_INT64, "
-                        "TYPE_UINT32, TYPE_INT32 and TYPE_STRING"
-                    )
+        return _sequence_problem(cfg, name)
+    return None
+
+
+_CORRID_TYPES = ("TYPE_UINT64", "TYPE_INT64", "TYPE_UINT32", "TYPE_INT32", "TYPE_STRING")
+_FALSE_TRUE = ("int32_false_true", "fp32_false_true", "bool_false_true")
+
+
+def _sequence_problem(cfg: ModelConfig, name: str) -> str | None:
+    """What Triton refuses in ``sequence_batching``: its control tensors and the oldest
+    strategy's preferred batch sizes."""
+    sb = cfg.sequence_batching
+    kinds: set[int] = set()
+    tensors: set[str] = set()
+    for ci in sb.control_input:
+        if not ci.name:
+            return f"sequence batching control tensor must have a name for {name}"
+        if ci.name in tensors:
+            return (
+                f"sequence batching control tensor '{ci.name}' is specified for multiple "
+                f"control kinds for {name}"
+            )
+        tensors.add(ci.name)
+        for ctl in ci.control:
+            kind = ModelSequenceBatching.Control.Kind.Name(ctl.kind)
+            if ctl.kind in kinds:
+                return f"sequence batching specifies multiple {kind} tensors for {name}"
+            kinds.add(ctl.kind)
+            problem = _control_problem(ctl, kind, name)
+            if problem:
+                return problem
+    if sb.WhichOneof("strategy_choice") == "oldest":
+        for size in sb.oldest.preferred_batch_size:
+            if size < 1:
+                return f"sequence batching preferred batch size must be positive for {name}"
+            if size > cfg.max_batch_size:
+                return (
+                    f"sequence batching preferred batch size must be <= max batch size for {name}"
+                )
+    return None
+
+
+def _control_problem(ctl: Any, kind: str, name: str) -> str | None:
+    """What Triton refuses in one control of kind ``kind``."""
+    given = [f for f in _FALSE_TRUE if len(getattr(ctl, f))]
+    if ctl.kind == ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID:
+        if given:
+            return (
+                "sequence batching must not specify either 'int32_false_true', "
+                f"'fp32_false_true' or 'bool_false_true' for {kind} for {name}"
+            )
+        if DataType.Name(ctl.data_type) not in _CORRID_TYPES:
+            return (
+                f"unexpected data type for control {kind} for {name}. Allowed data types "
+                "are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING"
+            )
+        return None
+    if not given:
+        return (
+            "sequence batching must specify either 'int32_false_true', 'fp32_false_true' "
+            f"or 'bool_false_true' for {kind} for {name}"
+        )
+    if len(given) > 1:
+        return (
+            "sequence batching specifies more than one from 'int32_false_true', "
+            f"'fp32_false_true' and 'bool_false_true' for {kind} for {name}"
+        )
+    if len(getattr(ctl, given[0])) != 2:
+        return (
+            f"sequence batching control '{given[0]}' must have exactly 2 entries for {kind} "
+            f"for {name}"
+        )
     return None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from ._admission import Admission
 from ._backend_api import ModelInstance
@@ -75,11 +76,13 @@ class ModelVersion:
         config: ModelConfig,
         instances: list[ModelInstance],
         cache: ResponseCache | None = None,
+        model_dir: Path | None = None,
     ) -> None:
         """Take the final config and the created instances; the version becomes READY.
 
         ``cache`` is the server's response cache; the version uses it when its config
-        enables ``response_cache``.
+        enables ``response_cache``. ``model_dir`` holds the ``initial_state`` files of a
+        sequence model's states.
         """
         self.config = config
         self.instances = instances
@@ -91,7 +94,7 @@ class ModelVersion:
         scheduler: Scheduler
         if which == "sequence_batching":
             scheduler = self._sequence = SequenceBatcher(
-                config, instances, self._execute, self.stats
+                config, instances, self._execute, self.stats, model_dir=model_dir
             )
         elif which == "dynamic_batching":
             scheduler = DynamicBatcher(

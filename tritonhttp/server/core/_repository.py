@@ -473,7 +473,7 @@ class Repository:
             config_json = config_to_json(cfg)
             await _start_instances(backend, ctx, cfg, config_json.decode("utf-8"), [], instances)
             mv.config_json = config_json
-            mv.activate(cfg, instances, self.response_cache)
+            mv.activate(cfg, instances, self.response_cache, model_dir)
             await _warm_up(mv, cfg, model_dir)
         except CoreError as e:
             for inst in instances:

@@ -158,7 +158,8 @@ def _initial_data(
         data = path.read_bytes()
     except OSError:
         raise CoreError(
-            f"failed to open text file for read {path}: No such file or directory"
+            f"failed to open text file for read {path}: No such file or directory",
+            Code.INTERNAL,
         ) from None
     if len(data) < size:
         raise CoreError(
