@@ -301,6 +301,7 @@ def test_state_and_control_settings(probe_pair: Any) -> None:
     # a data_file state: the file's first bytes
     assert triton[5][1][0]["inputs"]["S"] == ["int32", [1, 2], [11, -3]]
     assert {name for name, state, _ in triton[0] if state != "READY"} >= {
-        "state_file_missing", "state_file_short"
+        "state_file_missing",
+        "state_file_short",
     }
     assert ours == triton
