@@ -99,6 +99,8 @@ def test_inputs_and_outputs_refused_as_triton_refuses_them(
 #: the models of tests/repos/sched_checks that Triton refuses while polling, and why (a
 #: config without a name: the messages name the folder)
 SCHEDULING_PROBLEMS = {
+    "not_an_ensemble": "ensemble scheduling cannot be set for model 'not_an_ensemble' whose "
+    "platform is not ensemble",
     "dynamic_big": "dynamic batching preferred size must be <= max batch size for dynamic_big",
     "no_name": "sequence batching control tensor must have a name for no_name",
     "no_list": "sequence batching must specify either 'int32_false_true', 'fp32_false_true' "

@@ -169,6 +169,11 @@ def validate_poll(cfg: ModelConfig, dir_name: str) -> None:
     problem = scheduling_problem(cfg, dir_name)
     if problem:
         raise PollError(problem)
+    if cfg.platform != "ensemble" and cfg.HasField("ensemble_scheduling"):
+        raise PollError(
+            f"ensemble scheduling cannot be set for model '{name or dir_name}' whose "
+            "platform is not ensemble"
+        )
     which = cfg.WhichOneof("scheduling_choice")
     if cfg.response_cache.enable and which == "sequence_batching":
         raise PollError(
