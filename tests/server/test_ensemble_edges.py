@@ -110,3 +110,51 @@ def test_a_failure_counts_once_while_other_steps_run(
             added.append((reply.status, doc["model_stats"][0]["inference_stats"]["fail"]["count"]))
         counted.append(added)
     assert counted[1] == counted[0] == [(500, 1), (500, 2)]
+
+
+def test_a_step_reloaded_to_no_longer_fit_unloads_its_ensemble(model_repo: Any) -> None:
+    """``ident`` reloaded with another ``Y`` shape: ``nobatch_ensemble`` stops serving
+    (``unloaded``, 404 for its requests), and serves again once ``ident`` fits again."""
+    from tests._real import skip_without_real_triton
+    from tritonhttp.server import _launch
+    from tritonhttp.testing import _real_triton as rt
+
+    skip_without_real_triton(rt.platform_problem())
+    repo = model_repo("ensemble_edges")
+    args = (*ARGS, "--load-model=nobatch_ensemble")
+    answers = []
+    for start in (rt.start, _launch.start):
+        server = start(repo, *args)
+        try:
+            good = exchange(server.url, "GET", "/v2/models/ident/config").json()
+            bad = {**good, "output": [{**good["output"][0], "dims": [5]}]}
+            seen = []
+            for body in (bad, good):
+                load = {"parameters": {"config": json.dumps(bad if body is bad else good)}}
+                seen.append(
+                    exchange(
+                        server.url, "POST", "/v2/repository/models/ident/load", json.dumps(load)
+                    ).status
+                )
+                time.sleep(0.5)
+                index = exchange(server.url, "POST", "/v2/repository/index").json()
+                seen.append([m for m in index if m["name"] == "nobatch_ensemble"])
+                r = exchange(
+                    server.url,
+                    "POST",
+                    "/v2/models/nobatch_ensemble/infer",
+                    infer_body(("IN", "FP32", [4], [1, 2, 3, 4])),
+                )
+                seen.append((r.status, r.body))
+            load = exchange(server.url, "POST", "/v2/repository/models/nobatch_ensemble/load")
+            seen.append(load.status)
+            answers.append(seen)
+        finally:
+            server.stop()
+    real, ours = answers
+    assert real[1] == [{"name": "nobatch_ensemble", "version": "1", "state": "UNAVAILABLE",
+                        "reason": "unloaded"}]  # fmt: skip
+    assert real[2][0] == 404
+    assert real[4] == [{"name": "nobatch_ensemble", "version": "1", "state": "READY"}]
+    assert real[-1] == 200
+    assert ours == real

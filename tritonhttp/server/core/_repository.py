@@ -406,6 +406,8 @@ class Repository:
             entry.failed = any(_failed(mv) for mv in entry.versions.values())
             if failures:
                 raise _load_failed(name, failures, "UNAVAILABLE")
+            if cfg.platform != "ensemble":
+                self._recheck_ensembles(name)
 
     async def _versions_kept(
         self,
@@ -599,18 +601,44 @@ class Repository:
                     self._orphans.add(other)
                     self._drop_dependents(other)  # (and the ensembles using this one)
 
+    def _recheck_ensembles(self, step: str) -> None:
+        """``step`` loaded again: the serving ensembles using it that no longer fit it are
+        unloaded, and, as in Triton, load again once their steps fit."""
+        for other, entry in list(self.models.items()):
+            for mv in list(entry.versions.values()):
+                if not (mv.ready and isinstance(mv, EnsembleVersion) and step in mv.step_names):
+                    continue
+                assert mv.config is not None
+                try:
+                    check_steps(mv.config, self.step_model)
+                except CoreError as e:
+                    log.error("ensemble '%s' no longer fits '%s': %s", other, step, e.message)
+                    self._retire(mv)
+                    self._orphans.add(other)
+                    self._drop_dependents(other)
+
     async def _adopt_orphans(self) -> None:
         """Load again the ensembles whose steps are all back."""
         for name in sorted(self._orphans):
             entry = self.models.get(name)
             if entry is None or entry.lock.locked() or entry.base_config is None:
                 continue
-            if all(self.step_model(m, -1) is not None for m in step_models(entry.base_config)):
+            if self._steps_fit(entry.base_config):
                 self._orphans.discard(name)
                 try:
                     await self.load(name)
                 except CoreError as e:
                     log.error("failed to load '%s': %s", name, e.message)
+
+    def _steps_fit(self, cfg: ModelConfig) -> bool:
+        """Whether every step model of the ensemble ``cfg`` serves, as the ensemble needs."""
+        if any(self.step_model(m, -1) is None for m in step_models(cfg)):
+            return False
+        try:
+            check_steps(cfg, self.step_model)
+        except CoreError:
+            return False
+        return True
 
     # ------------------------------------------------------------------ unloading
 
