@@ -5,7 +5,7 @@ tritonserver reads its own way."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,19 @@ def test_startup_models_as_triton_reads_them(
     assert ours == real
 
 
+def _indexes(repo: Path, flags: Sequence[str]) -> list[tuple[Any, str]]:
+    """The repository index and the log of real Triton, then of ours, serving ``repo``."""
+    answers = []
+    for start in (rt.start, _launch.start):
+        server = start(repo, *flags, wait_ready=False, timeout=90)
+        try:
+            index = exchange(server.url, "POST", "/v2/repository/index").json()
+        finally:
+            server.stop()
+        answers.append((index, server.log()))
+    return answers
+
+
 @pytest.mark.parametrize("auto_complete", [True, False], ids=["auto-complete", "no-auto-complete"])
 def test_inputs_and_outputs_refused_as_triton_refuses_them(
     model_repo: Any, auto_complete: bool
@@ -83,15 +96,7 @@ def test_inputs_and_outputs_refused_as_triton_refuses_them(
     flags = ["--exit-on-error=false", "--strict-readiness=false"]
     if not auto_complete:
         flags.append("--disable-auto-complete-config")
-    repo = model_repo("io_checks")
-    answers = []
-    for start in (rt.start, _launch.start):
-        server = start(repo, *flags, wait_ready=False, timeout=90)
-        try:
-            answers.append(exchange(server.url, "POST", "/v2/repository/index").json())
-        finally:
-            server.stop()
-    real, ours = answers
+    (real, _), (ours, _) = _indexes(model_repo("io_checks"), flags)
     assert sum(item.get("state") == "READY" for item in real) == 6  # the rest are refused
     assert ours == real
 
@@ -124,16 +129,9 @@ def test_scheduler_settings_refused_as_triton_refuses_them(model_repo: Any) -> N
     skip_without_real_triton(rt.platform_problem())
     rt.ensure_installed()
     flags = ("--exit-on-error=false", "--strict-readiness=false")
-    repo = model_repo("sched_checks")
-    indexes, logs = [], []
-    for start in (rt.start, _launch.start):
-        server = start(repo, *flags, wait_ready=False, timeout=90)
-        try:
-            indexes.append(exchange(server.url, "POST", "/v2/repository/index").json())
-        finally:
-            server.stop()
-        logs.append(server.log())
-    real, ours = indexes
+    answers = _indexes(model_repo("sched_checks"), flags)
+    (real, _), (ours, _) = answers
+    logs = [log for _, log in answers]
     assert real == [
         {"name": name, "version": "1", "state": "READY"} if name == "ok" else {"name": name}
         for name in sorted([*SCHEDULING_PROBLEMS, "ok"])
