@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,6 +182,16 @@ def _collect(result: tritonhttp.InferResult, shm: Any) -> list[OutputTensor]:
     return collected
 
 
+def _save_folder(directory: Path) -> None:
+    """Make the ``--save`` folder before the inference runs (or say why it cannot be)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--save: cannot create {directory}: {e.strerror or e}") from None
+    if not os.access(directory, os.W_OK):
+        raise InputError(f"--save: cannot write into {directory}")
+
+
 def _save(directory: Path, outputs: list[OutputTensor]) -> list[str]:
     import numpy as np
 
@@ -287,6 +298,8 @@ def infer(
     """
     params = {k: parse_json_or_text(v) for k, v in parse_assignments(parameters, "--parameter")}
     input_args = parse_input_args(inputs, shapes, datatypes)
+    if save:
+        _save_folder(Path(save))
     with settings.client() as client:
         io = fetch_model_io(client, settings, model, model_version)
         arrays = build_inputs(io, input_args)

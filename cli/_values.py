@@ -184,6 +184,8 @@ def parse_tensor_value(name: str, text: str) -> RawValue:
     """Parse the VALUE of ``--input NAME=VALUE`` (files are read here)."""
     stripped = text.strip()
     if stripped.startswith("@"):
+        if not stripped[1:].strip():
+            raise InputError(f"input '{name}': '@' names no file (give @PATH)")
         return _read_file(name, stripped[1:])
     if stripped.startswith(("[", '"')):
         try:

@@ -594,3 +594,23 @@ def test_headers_are_sent(run_cli: RunCli) -> None:
     done = run_cli("-H", "X-Test: yes", "-H", "X-Other:1", "--verbose", "model", "ready", "add_sub")
     assert done.code == 0
     assert "'X-Test': 'yes'" in done.stderr and "'X-Other': '1'" in done.stderr
+
+
+def test_infer_at_sign_without_a_path_is_a_usage_error(run_cli: RunCli) -> None:
+    done = run_cli("infer", "add_sub", "-i", "INPUT0=@", "-i", "INPUT1=1,2,3,4")
+    assert (done.code, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.strip() == "Error: input 'INPUT0': '@' names no file (give @PATH)"
+
+
+def test_infer_save_folder_that_cannot_be_made_fails_before_the_inference(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    (tmp_path / "a_file").write_text("not a folder")
+    # slow_model would take 3 s: the error comes before any request
+    started = time.monotonic()
+    done = run_cli(
+        "infer", "slow_model", "-i", "DELAY_MS=3000", "--save", str(tmp_path / "a_file" / "out")
+    )
+    assert (done.code, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.startswith(f"Error: --save: cannot create {tmp_path / 'a_file' / 'out'}:")
+    assert time.monotonic() - started < 3
