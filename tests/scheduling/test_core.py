@@ -616,3 +616,23 @@ def test_initial_state_files(tmp_path: Any) -> None:
     )
     (tmp_path / "initial_state" / "init.bin").write_bytes(np.int32([11, -3, 9]).tobytes())
     assert batcher().states[0].value.tolist() == [11, -3]
+
+
+def test_a_state_without_an_input_name_fails_the_load() -> None:
+    """Real Triton 2.51 crashes on it (docs/server.md, deliberate differences)."""
+    from tritonhttp.server.core._sequence import SequenceBatcher
+    from tritonhttp.server.core._stats import ModelStats
+
+    cfg = ModelConfig()
+    text_format.Parse(
+        'name: "m" backend: "python" max_batch_size: 0 sequence_batching { state [ {'
+        ' output_name: "S_OUT" data_type: TYPE_INT32 dims: [ 2 ] } ] }'
+        f"\n{IO}",
+        cfg,
+    )
+    with pytest.raises(CoreError) as refused:
+        SequenceBatcher(cfg, [], None, ModelStats())  # type: ignore[arg-type]
+    assert (refused.value.code, refused.value.message) == (
+        Code.INVALID_ARG,
+        "state of model 'm' must specify 'input_name'",
+    )

@@ -120,6 +120,10 @@ def _parse_states(config: ModelConfig, model_dir: Path | None) -> list[_State]:
     errors for their initial values."""
     states: list[_State] = []
     for st in config.sequence_batching.state:
+        if not st.input_name:  # (Triton 2.51 crashes on such a state)
+            raise CoreError(
+                f"state of model '{config.name}' must specify 'input_name'", Code.INVALID_ARG
+            )
         wire = wire_datatype(st.data_type)
         dtype = TRITON_TO_NUMPY[wire] if wire != "BYTES" else np.dtype(np.object_)
         shape = [1 if d == -1 else max(0, d) for d in st.dims]
