@@ -200,7 +200,7 @@ class Server:
             self._poll.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._poll
-        in_time = await self._close_servers(self.options.exit_timeout_secs)
+        in_time = await self._close_servers(max(0.0, deadline - time.monotonic()))
         self.repository.live = False
         try:
             await asyncio.wait_for(

@@ -326,14 +326,15 @@ def _fixed_runs(shape: Iterable[int]) -> list[int]:
     return runs
 
 
-def validate_load(cfg: ModelConfig, final: bool = True) -> None:
+def validate_load(cfg: ModelConfig, completed: bool = True) -> None:
     """Checks made when a version loads (failures: ``Invalid argument: <msg>``).
 
-    ``final``: no auto-completion is to come. Before the model completes its
-    configuration its inputs, outputs and batch settings are not checked: what it
-    completes may mend them (a missing ``dims`` or ``data_type``), as in Triton."""
+    ``completed``: the configuration the model completed (or serves with); its inputs,
+    outputs and batch settings are checked too. Before auto-completion they are not: the
+    model may mend them (a missing ``dims`` or ``data_type``), as in Triton, and without
+    it the repository checked them while polling."""
     name = cfg.name
-    problem = (scheduling_problem(cfg) or io_problem(cfg)) if final else None
+    problem = (scheduling_problem(cfg) or io_problem(cfg)) if completed else None
     if problem:
         raise CoreError(problem, Code.INVALID_ARG)
     if cfg.platform != "ensemble" and not cfg.backend:

@@ -350,20 +350,16 @@ def _as_input(name: str, out: OutputTensor) -> InputTensor:
     return InputTensor(name, out.datatype, list(out.shape), array=out.array)
 
 
-def _fits(shape: list[int], dims: list[int]) -> bool:
-    return len(shape) == len(dims) and all(d in (-1, s) for s, d in zip(shape, dims, strict=True))
-
-
 def _batch_fitted(shape: list[int], dims: Iterable[int], batches: bool, batch: int) -> list[int]:
     """The shape a tensor takes for a model (a step, or the ensemble for its response)
     whose dims are ``dims``: a tensor without batch dimension (``batch`` 0) gets one of 1
     for a model that batches; one of a batch of 1 loses it for a model that does not
     batch, when it does not fit the dims as it is (as Triton reshapes them)."""
     dims = list(dims)
-    if batches and batch == 0 and _fits(shape, dims):
+    if batches and batch == 0 and _compatible(shape, dims):
         return [1, *shape]
     unbatched = not batches and batch == 1 and shape[:1] == [1]
-    if unbatched and not _fits(shape, dims) and _fits(shape[1:], dims):
+    if unbatched and not _compatible(shape, dims) and _compatible(shape[1:], dims):
         return shape[1:]
     return shape
 

@@ -457,7 +457,7 @@ class Repository:
                     "specifying runtime on the model configuration.",
                     Code.INVALID_ARG,
                 )
-            validate_load(cfg, final=not self.auto_complete)
+            validate_load(cfg, completed=False)
             if self.auto_complete:
                 cfg = await backend.auto_complete(ctx, cfg)
                 normalize(cfg, name, [ctx.version_dir])
@@ -591,31 +591,38 @@ class Repository:
         mv.activate_ensemble(cfg, decoupled, self.response_cache)
         return mv
 
+    def _ensembles_using(self, step: str) -> list[tuple[str, EnsembleVersion]]:
+        """The serving ensemble versions that have ``step`` as a step, with their names."""
+        return [
+            (other, mv)
+            for other, entry in list(self.models.items())
+            for mv in list(entry.versions.values())
+            if mv.ready and isinstance(mv, EnsembleVersion) and step in mv.step_names
+        ]
+
+    def _orphan(self, name: str, mv: EnsembleVersion) -> None:
+        """Unload ensemble version ``mv`` until its steps serve (and fit) again, and the
+        ensembles using it too."""
+        self._retire(mv)
+        self._orphans.add(name)
+        self._drop_dependents(name)
+
     def _drop_dependents(self, name: str) -> None:
         """A model is unloading: the ensembles using it become unavailable, and load
         again once it is back."""
-        for other, entry in list(self.models.items()):
-            for mv in list(entry.versions.values()):
-                if mv.ready and isinstance(mv, EnsembleVersion) and name in mv.step_names:
-                    self._retire(mv)
-                    self._orphans.add(other)
-                    self._drop_dependents(other)  # (and the ensembles using this one)
+        for other, mv in self._ensembles_using(name):
+            self._orphan(other, mv)
 
     def _recheck_ensembles(self, step: str) -> None:
         """``step`` loaded again: the serving ensembles using it that no longer fit it are
         unloaded, and, as in Triton, load again once their steps fit."""
-        for other, entry in list(self.models.items()):
-            for mv in list(entry.versions.values()):
-                if not (mv.ready and isinstance(mv, EnsembleVersion) and step in mv.step_names):
-                    continue
-                assert mv.config is not None
-                try:
-                    check_steps(mv.config, self.step_model)
-                except CoreError as e:
-                    log.error("ensemble '%s' no longer fits '%s': %s", other, step, e.message)
-                    self._retire(mv)
-                    self._orphans.add(other)
-                    self._drop_dependents(other)
+        for other, mv in self._ensembles_using(step):
+            assert mv.config is not None
+            try:
+                check_steps(mv.config, self.step_model)
+            except CoreError as e:
+                log.error("ensemble '%s' no longer fits '%s': %s", other, step, e.message)
+                self._orphan(other, mv)
 
     async def _adopt_orphans(self) -> None:
         """Load again the ensembles whose steps are all back."""
