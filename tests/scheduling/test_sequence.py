@@ -278,7 +278,14 @@ def test_state_and_control_settings(probe_pair: Any) -> None:
     """Initial states that cannot load fail the model with Triton's words; a state's
     variable dimension reaches the model as 1; one control tensor for START and END
     carries END's value."""
-    pair = probe_pair("sched_states", "--exit-on-error=false", "--strict-readiness=false")
+    # One load thread: tritonserver 2.51 sometimes dies of SIGSEGV when two models'
+    # initial states fail to load at the same time (2 of 10 start-ups here).
+    pair = probe_pair(
+        "sched_states",
+        "--exit-on-error=false",
+        "--strict-readiness=false",
+        "--model-load-thread-count=1",
+    )
 
     def scenario(p: Probe) -> Any:
         index = exchange(p.url, "POST", "/v2/repository/index", "{}").json()
