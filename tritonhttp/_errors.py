@@ -235,8 +235,13 @@ _BY_STATUS: dict[int, type[ServerError]] = {
 
 
 def server_error(status: int, msg: str | None, debug_details: str | None = None) -> ServerError:
-    """The typed exception for an HTTP error status (``str(e)`` is ``"[<status>] <msg>"``)."""
-    return _BY_STATUS.get(status, ServerError)(msg, str(status), debug_details)
+    """The typed exception for an HTTP error status (``str(e)`` is ``"[<status>] <msg>"``).
+
+    Built with keyword arguments, as tritonclient builds it: ``args`` stays empty, so a
+    ``None`` message (``{"error": null}``) reads ``"[<status>] "`` as before.
+    """
+    cls = _BY_STATUS.get(status, ServerError)
+    return cls(msg=msg, status=str(status), debug_details=debug_details)
 
 
 def raise_error(msg: str) -> None:

@@ -1,0 +1,93 @@
+"""Differences a migrating user would hit, found by hunting; each pinned side by side.
+
+Every test calls tritonhttp (and tritonhttp.aio) and tritonclient.http (and its aio
+client) the same way and compares what comes back, against a scripted local server
+where a server is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import tritonclient.http as ref_http
+import tritonclient.http.aio as ref_aio
+
+import tritonhttp
+import tritonhttp.aio as aio
+
+from ._scripted import ScriptedServer, serving
+
+
+def _exception_form(e: BaseException) -> tuple[Any, ...]:
+    assert isinstance(e, (tritonhttp.InferenceServerException, ref_http.InferenceServerException))
+    return (str(e), e.message(), e.status(), e.debug_details())
+
+
+# -- an error answer whose "error" is null ------------------------------------------------
+
+_NULL_ERROR = b'{"error":null}'
+
+
+def _answer_null_error(conn: socket.socket, index: int, request: bytes) -> bool:
+    conn.sendall(
+        b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(_NULL_ERROR), _NULL_ERROR)
+    )
+    return True
+
+
+@pytest.fixture(scope="module")
+def null_error_server() -> Iterator[ScriptedServer]:
+    with serving(_answer_null_error) as server:
+        yield server
+
+
+def _infer_inputs(module: Any) -> list[Any]:
+    tensor = module.InferInput("IN", [2], "FP32")
+    tensor.set_data_from_numpy(np.array([1, 2], np.float32))
+    return [tensor]
+
+
+_SYNC_CALLS = {
+    "get_server_metadata": lambda m, c: c.get_server_metadata(),
+    "get_model_config": lambda m, c: c.get_model_config("m"),
+    "load_model": lambda m, c: c.load_model("m"),
+    "infer": lambda m, c: c.infer("m", _infer_inputs(m)),
+}
+
+
+@pytest.mark.parametrize("call", sorted(_SYNC_CALLS))
+def test_null_error_message_reads_like_tritonclient(
+    null_error_server: ScriptedServer, call: str
+) -> None:
+    """``{"error": null}`` with an error status: tritonclient's ``str(e)`` is
+    ``"[500] "``; ours showed the constructor's arguments, ``"[500] (None, '500', None)"``."""
+    forms = []
+    for module in (tritonhttp, ref_http):
+        client = module.InferenceServerClient(null_error_server.url)
+        try:
+            with pytest.raises(module.InferenceServerException) as info:
+                _SYNC_CALLS[call](module, client)
+        finally:
+            client.close()
+        forms.append(_exception_form(info.value))
+    assert forms[0] == forms[1] == ("[500] ", None, "500", None)
+
+
+def test_null_error_message_reads_like_tritonclient_aio(null_error_server: ScriptedServer) -> None:
+    async def call(module: Any) -> tuple[Any, ...]:
+        client = module.InferenceServerClient(null_error_server.url)
+        try:
+            await client.infer("m", _infer_inputs(module))
+        except Exception as e:
+            return _exception_form(e)
+        finally:
+            await client.close()
+        raise AssertionError("no exception")
+
+    assert asyncio.run(call(aio)) == asyncio.run(call(ref_aio)) == ("[500] ", None, "500", None)
