@@ -407,6 +407,8 @@ def _parse_doc(
                 outputs[spec.name] = spec
                 requested.append(spec.name)
         req.requested_outputs = requested or None
+        if requested:  # (Triton applies binary_data_output to unlisted outputs only)
+            binary_default = False
     return ParsedInfer(req, outputs, binary_default), members
 
 

@@ -1,0 +1,45 @@
+"""Requests a user sends that the HTTP front and the core answer as real Triton 2.51 does:
+the ``binary_data_output`` request parameter next to a list of requested outputs, ..."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ._wire import compare, exchange
+
+pytestmark = pytest.mark.real_triton
+
+ADD_SUB_INPUTS = [
+    {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]},
+    {"name": "INPUT1", "datatype": "FP32", "shape": [4], "data": [4, 3, 2, 1]},
+]
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        {"name": "OUTPUT0"},
+        {"name": "OUTPUT0", "parameters": {}},
+        {"name": "OUTPUT0", "parameters": {"classification": 2}},
+        {"name": "OUTPUT0", "parameters": {"binary_data": True}},
+    ],
+    ids=["plain", "empty-parameters", "classification", "binary"],
+)
+def test_binary_data_output_with_listed_outputs(
+    output: dict[str, Any], real_triton: Any, bundled_server: Any
+) -> None:
+    """``binary_data_output`` is the choice for outputs the request does not list: a
+    listed output without ``binary_data`` goes as JSON."""
+    body = json.dumps({
+        "inputs": ADD_SUB_INPUTS,
+        "parameters": {"binary_data_output": True},
+        "outputs": [output],
+    })  # fmt: skip
+    real = exchange(real_triton.url, "POST", "/v2/models/add_sub/infer", body)
+    ours = exchange(bundled_server.url, "POST", "/v2/models/add_sub/infer", body)
+    compare(ours, real)
+    binary = output.get("parameters", {}).get("binary_data", False)
+    assert ours.content_type == ("application/octet-stream" if binary else "application/json")
