@@ -38,7 +38,10 @@ def _raw_view(array: np.ndarray[Any, Any]) -> memoryview:
 
 def _json_strings(array: np.ndarray[Any, Any], out: list[str]) -> None:
     """Append the elements of a BYTES array as str to ``out``; on a failure, ``out``
-    keeps the elements before it (as tritonclient's list does)."""
+    keeps the elements before it (as tritonclient's list does). A subclass gives the
+    elements of its data (see :func:`~tritonhttp.utils._bytes.element_list`)."""
+    if type(array) is not np.ndarray:
+        array = np.asarray(array)
     items: list[Any] = array.ravel().tolist()
     if array.dtype == np.object_:
         for x in items:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,9 +17,11 @@ import numpy as np
 import pytest
 import tritonclient.http as ref_http
 import tritonclient.http.aio as ref_aio
+import tritonclient.utils as ref_utils
 
 import tritonhttp
 import tritonhttp.aio as aio
+import tritonhttp.utils
 
 from ._scripted import ScriptedServer, serving
 
@@ -91,3 +94,55 @@ def test_null_error_message_reads_like_tritonclient_aio(null_error_server: Scrip
         raise AssertionError("no exception")
 
     assert asyncio.run(call(aio)) == asyncio.run(call(ref_aio)) == ("[500] ", None, "500", None)
+
+
+# -- BYTES tensors given as a numpy subclass ----------------------------------------------
+
+
+def _matrix(rows: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)  # np.matrix is discouraged
+        return np.matrix(rows, dtype=object)
+
+
+_SUBCLASS_BYTES = [
+    _matrix([[b"a", b"bc"]]),
+    _matrix([[b"a"], ["\u00e9"]]),
+    np.ma.masked_array(np.array([b"a", b"bc"]), mask=[0, 1]),
+    np.ma.masked_array(np.array([b"a", "bc", 3], dtype=object), mask=[0, 1, 0]),
+    np.ma.masked_array(np.array([[b"x", b"y"]], dtype=object), mask=True),
+]
+_SUBCLASS_IDS = ["matrix", "matrix-column", "masked-S", "masked-object", "all-masked"]
+
+
+def _outcome(fn: Any) -> tuple[Any, ...]:
+    try:
+        value = fn()
+    except Exception as e:
+        return ("raised", type(e).__name__, str(e))
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tolist())
+    return ("returned", value)
+
+
+@pytest.mark.parametrize("array", _SUBCLASS_BYTES, ids=_SUBCLASS_IDS)
+@pytest.mark.parametrize("binary", [True, False])
+def test_bytes_subclass_arrays_send_their_elements(array: Any, binary: bool) -> None:
+    """tritonclient walks a BYTES array with ``np.nditer``: a masked array's stored
+    elements and a matrix element by element. Ours sent a masked element as ``b"None"``
+    (or failed) and a whole matrix row as one element, ``b"[b'a', b'bc']"``."""
+    forms = []
+    for module in (tritonhttp, ref_http):
+        tensor = module.InferInput("I", list(array.shape), "BYTES")
+        tensor.set_data_from_numpy(array, binary_data=binary)
+        raw = tensor._get_binary_data()
+        forms.append((tensor._get_tensor(), None if raw is None else bytes(raw)))
+    assert forms[0] == forms[1]
+
+
+@pytest.mark.parametrize("array", _SUBCLASS_BYTES, ids=_SUBCLASS_IDS)
+@pytest.mark.parametrize("function", ["serialize_byte_tensor", "serialized_byte_size"])
+def test_bytes_subclass_arrays_in_utils(array: Any, function: str) -> None:
+    ours = _outcome(lambda: getattr(tritonhttp.utils, function)(array))
+    ref = _outcome(lambda: getattr(ref_utils, function)(array))
+    assert ours == ref

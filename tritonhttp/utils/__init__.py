@@ -125,4 +125,6 @@ def serialized_byte_size(tensor_value: np.ndarray[_Any, _Any]) -> int:
         raise_error("The tensor_value dtype must be np.object_")
     if tensor_value.size == 0:
         return 0
+    if type(tensor_value) is not np.ndarray:  # a masked array or matrix: its data
+        tensor_value = np.asarray(tensor_value)
     return sum(map(len, tensor_value.ravel().tolist()))

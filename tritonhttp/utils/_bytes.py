@@ -50,8 +50,12 @@ def element_list(array: np.ndarray[Any, Any]) -> list[bytes]:
 
     An object element that is exactly ``bytes`` goes as it is; any other, a subclass such
     as ``np.bytes_`` included, becomes ``str(x).encode("utf-8")`` (as Triton's clients
-    do); ``S`` elements lose trailing NULs (numpy semantics).
+    do); ``S`` elements lose trailing NULs (numpy semantics). A subclass (masked array,
+    ``np.matrix``) gives the elements of its data, as tritonclient's ``np.nditer`` walk
+    does: masked elements as stored, a matrix element by element.
     """
+    if type(array) is not np.ndarray:
+        array = np.asarray(array)
     items: list[Any] = array.ravel(order="C").tolist()
     if array.dtype.kind == "S" or [*map(type, items)].count(bytes) == len(items):
         return items
