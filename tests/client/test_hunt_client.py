@@ -146,3 +146,64 @@ def test_bytes_subclass_arrays_in_utils(array: Any, function: str) -> None:
     ours = _outcome(lambda: getattr(tritonhttp.utils, function)(array))
     ref = _outcome(lambda: getattr(ref_utils, function)(array))
     assert ours == ref
+
+
+# -- documented differences (docs/migration.md) ---------------------------------------------
+
+
+def _record(conn: socket.socket, index: int, request: bytes) -> bool:
+    header = b'{"model_name":"m","outputs":[]}'
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(header), header))
+    return True
+
+
+def test_inputs_given_as_a_generator_are_sent_whole() -> None:
+    """Deliberate: tritonclient iterated ``inputs`` twice, so a generator's binary data
+    was announced in the header but never sent; ours reads it once and sends all."""
+    with serving(_record) as server:
+        bodies = []
+        for module in (tritonhttp, ref_http):
+            client = module.InferenceServerClient(server.url)
+            try:
+                client.infer("m", (tensor for tensor in _infer_inputs(module)))
+            finally:
+                client.close()
+            bodies.append(server.take()[-1].partition(b"\r\n\r\n")[2])
+    data = np.array([1, 2], np.float32).tobytes()
+    assert bodies[0] == bodies[1] + data  # the same header; only ours carries the data
+    ours = tritonhttp.InferenceServerClient.generate_request_body(iter(_infer_inputs(tritonhttp)))
+    ref = ref_http.InferenceServerClient.generate_request_body(iter(_infer_inputs(ref_http)))
+    assert ours == (ref[0] + data, len(ref[0])) and ref[1] is None
+
+
+def _redirect(conn: socket.socket, index: int, request: bytes) -> bool:
+    conn.sendall(b"HTTP/1.1 308 Permanent Redirect\r\nLocation: /v2\r\nContent-Length: 0\r\n\r\n")
+    return True
+
+
+def test_aio_redirects_are_not_followed() -> None:
+    """Deliberate: aiohttp followed redirects (here into a loop: ``TooManyRedirects``);
+    tritonhttp.aio reports the 3xx answer, as both sync clients do."""
+
+    async def call(module: Any, url: str) -> Any:
+        client = module.InferenceServerClient(url)
+        try:
+            return await client.get_server_metadata()
+        except Exception as e:
+            return e
+        finally:
+            await client.close()
+
+    with serving(_redirect) as server:
+        ours = asyncio.run(call(aio, server.url))
+        ref = asyncio.run(call(ref_aio, server.url))
+        sync = tritonhttp.InferenceServerClient(server.url)
+        try:
+            with pytest.raises(tritonhttp.InferenceServerException) as info:
+                sync.get_server_metadata()
+        finally:
+            sync.close()
+    assert type(ref).__name__ == "TooManyRedirects"
+    assert isinstance(ours, aio.InferenceServerException)
+    assert _exception_form(ours) == _exception_form(info.value)
+    assert str(ours) == "[308] client received an empty response from the server."
