@@ -1,5 +1,6 @@
 """Requests a user sends that the HTTP front and the core answer as real Triton 2.51 does:
-the ``binary_data_output`` request parameter next to a list of requested outputs, ..."""
+the ``binary_data_output`` request parameter next to a list of requested outputs, and
+string request parameters holding a NUL (``tests/repos/hunt_front``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 import pytest
 
 from ._wire import compare, exchange
+
+ARGS = ("--exit-on-error=false",)
 
 pytestmark = pytest.mark.real_triton
 
@@ -43,3 +46,26 @@ def test_binary_data_output_with_listed_outputs(
     compare(ours, real)
     binary = output.get("parameters", {}).get("binary_data", False)
     assert ours.content_type == ("application/octet-stream" if binary else "application/json")
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    ['{"s":"a\\u0000b","t":"x"}', '{"s":"\\u0000"}', '{"sequence_id":"ab\\u0000c"}'],
+    ids=["custom", "custom-only-nul", "sequence-id"],
+)
+def test_string_parameter_with_a_nul(
+    parameters: str, real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
+    """Triton keeps a string parameter as a C string: the model sees it cut at the NUL
+    (``param_echo`` shows the correlation id and the parameters it got)."""
+    repo = model_repo("hunt_front")
+    real, ours = real_triton_factory(repo, *ARGS), bundled_server_factory(repo, *ARGS)
+    body = (
+        '{"inputs":[{"name":"IN","datatype":"INT32","shape":[1],"data":[1]}],'
+        f'"outputs":[{{"name":"INFO"}}],"parameters":{parameters}}}'
+    )
+    r = exchange(real.url, "POST", "/v2/models/param_echo/infer", body)
+    o = exchange(ours.url, "POST", "/v2/models/param_echo/infer", body)
+    compare(o, r)
+    assert o.status == 200
+    assert "\\u0000" not in o.json()["outputs"][0]["data"][0]

@@ -216,7 +216,7 @@ def _request_parameters(params: Any, req: InferRequest) -> bool:
             if _is_uint(value):
                 req.correlation_id = int(value)
             elif isinstance(value, str):
-                req.correlation_id = value
+                req.correlation_id = value.partition("\0")[0]  # (a C string in Triton)
             else:
                 raise _err500(f"Unable to parse 'sequence_id': {_NOT_STR}")
         elif key in ("sequence_start", "sequence_end"):
@@ -237,7 +237,9 @@ def _request_parameters(params: Any, req: InferRequest) -> bool:
                 "parameter keys starting with 'triton_' are reserved for Triton usage and "
                 "should not be specified."
             )
-        elif isinstance(value, (str, bool, float)):
+        elif isinstance(value, str):
+            custom[key] = value.partition("\0")[0]  # (a C string in Triton)
+        elif isinstance(value, (bool, float)):
             custom[key] = value
         elif type(value) is int:
             custom[key] = value if _I64_MIN <= value <= _I64_MAX else float(value)
