@@ -7,7 +7,14 @@ import enum
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["ErrorCode", "TritonError", "TritonModelException", "bind_call", "invoked_with"]
+__all__ = [
+    "ErrorCode",
+    "TritonError",
+    "TritonModelException",
+    "bind_call",
+    "invoked_with",
+    "pybind_repr",
+]
 
 
 class TritonModelException(Exception):
@@ -36,6 +43,12 @@ _ARGS = (
     "supported:\n    1. c_python_backend_utils.TritonError(message: str, code: "
     "c_python_backend_utils.TritonError.__ErrorCode = <__ErrorCode.INTERNAL: 1>)\n"
 )
+
+
+def pybind_repr(obj: object, name: str) -> str:
+    """What pybind11 shows for an object of Triton's stub class ``name`` (its repr, and
+    its str)."""
+    return f"<c_python_backend_utils.{name} object at {id(obj):#x}>"
 
 
 def invoked_with(args: Sequence[Any], kwargs: dict[str, Any]) -> str:
@@ -117,7 +130,7 @@ class TritonError:
         return self._message
 
     def __repr__(self) -> str:
-        return f"TritonError({self._message!r}, {self._code.name})"
+        return pybind_repr(self, "TritonError")
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (TritonError, (self._message, self._code))

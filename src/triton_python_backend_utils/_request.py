@@ -8,7 +8,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _runtime
-from ._errors import TritonError, TritonModelException, bind_call, invoked_with
+from ._errors import TritonError, TritonModelException, bind_call, invoked_with, pybind_repr
 from ._helpers import (
     TRITONSERVER_REQUEST_RELEASE_ALL,
     TRITONSERVER_RESPONSE_COMPLETE_FINAL,
@@ -49,6 +49,8 @@ def _check_parameters(parameters: Any, what: str) -> dict[str, bool | int | str]
     if parameters is None:
         return {}
     if not isinstance(parameters, dict):
+        if what == "Parameters":  # a BLS request: Triton's stub words it as pybind11 does
+            raise TritonModelException(f"Expect N8pybind114dictE, got {type(parameters)}")
         raise TritonModelException(f"{what} must be a dictionary, found type {type(parameters)}")
     for k, v in parameters.items():
         if not isinstance(k, str):
@@ -134,9 +136,7 @@ class InferenceResponse:
         return json.dumps(self._parameters)
 
     def __repr__(self) -> str:
-        if self._error is not None:
-            return f"InferenceResponse(error={self._error!r})"
-        return f"InferenceResponse({self._outputs!r})"
+        return pybind_repr(self, "InferenceResponse")
 
 
 class InferenceResponseSender:
@@ -265,7 +265,9 @@ class ResponseIterator:
     """The responses of ``exec(decoupled=True)``, as the callee sends them.
 
     Iterating blocks until the next response. A callee ending with a bare FINAL flag
-    yields one last response without outputs. Iterating again replays the responses.
+    yields one last response without outputs. Once the final response has been taken,
+    iterating again replays the responses; before that, a new ``for`` loop (or
+    ``list()``) goes on from the next response, as in Triton.
     """
 
     def __init__(self, stream: _runtime.ResponseStream) -> None:
@@ -275,7 +277,8 @@ class ResponseIterator:
         self._done = False
 
     def __iter__(self) -> ResponseIterator:
-        self._index = 0
+        if self._done:
+            self._index = 0
         return self
 
     def _take(self, item: _runtime.StreamItem) -> InferenceResponse:
@@ -310,16 +313,26 @@ class ResponseIterator:
 
 # ----------------------------------------------------------------------------- requests
 
+#: the defaults pybind11 shows by address in the constructor's signature
+_SHOWN_DEFAULTS = (object(), object())
 _REQUIRED = (
     "__init__(): incompatible constructor arguments. The following argument types are "
     "supported:\n    1. c_python_backend_utils.InferenceRequest(request_id: str = '', "
-    "correlation_id: object = 0, inputs: List[c_python_backend_utils.Tensor], "
+    "correlation_id: object = 0, inputs: List[triton::backend::python::PbTensor], "
     "requested_output_names: List[str], model_name: str, model_version: int = -1, flags: "
     "int = 0, timeout: int = 0, preferred_memory: c_python_backend_utils.PreferredMemory = "
-    "<c_python_backend_utils.PreferredMemory object>, trace: c_python_backend_utils."
-    "InferenceTrace = <c_python_backend_utils.InferenceTrace object>, parameters: object = "
-    "None)\n"
+    f"<c_python_backend_utils.PreferredMemory object at {id(_SHOWN_DEFAULTS[0]):#x}>, trace: "
+    "c_python_backend_utils.InferenceTrace = <c_python_backend_utils.InferenceTrace object "
+    f"at {id(_SHOWN_DEFAULTS[1]):#x}>, parameters: object = None)\n"
 )
+_REQUEST_PARAMS = (
+    "request_id", "correlation_id", "inputs", "requested_output_names", "model_name",
+    "model_version", "flags", "timeout", "preferred_memory", "trace", "parameters",
+)  # fmt: skip
+_REQUEST_DEFAULTS: dict[str, Any] = {
+    "request_id": "", "correlation_id": 0, "model_version": -1, "flags": 0, "timeout": 0,
+    "preferred_memory": None, "trace": None, "parameters": None,
+}  # fmt: skip
 
 
 class InferenceRequest:
@@ -350,25 +363,47 @@ class InferenceRequest:
         "_trace",
     )
 
-    def __init__(
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            request_id: str = "",
+            correlation_id: int | str = 0,
+            inputs: list[Tensor] | None = None,
+            requested_output_names: list[str] | None = None,
+            model_name: str | bytes | None = None,
+            model_version: int = -1,
+            flags: int = 0,
+            timeout: int = 0,
+            preferred_memory: PreferredMemory | None = None,
+            trace: InferenceTrace | None = None,
+            parameters: dict[str, bool | int | str] | None = None,
+        ) -> None: ...
+
+    else:
+
+        def __init__(self, *args, **kwargs):
+            self._build(args, kwargs, *bind_call(
+                args, kwargs, _REQUEST_PARAMS, _REQUEST_DEFAULTS, _REQUIRED))  # fmt: skip
+
+    def _build(
         self,
-        request_id: str = "",
-        correlation_id: int | str = 0,
-        inputs: list[Tensor] | None = None,
-        requested_output_names: list[str] | None = None,
-        model_name: str | bytes | None = None,
-        model_version: int = -1,
-        flags: int = 0,
-        timeout: int = 0,
-        preferred_memory: PreferredMemory | None = None,
-        trace: InferenceTrace | None = None,
-        parameters: dict[str, bool | int | str] | None = None,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        request_id: Any,
+        correlation_id: Any,
+        inputs: Any,
+        requested_output_names: Any,
+        model_name: Any,
+        model_version: Any,
+        flags: Any,
+        timeout: Any,
+        preferred_memory: Any,
+        trace: Any,
+        parameters: Any,
     ) -> None:
         if (
-            inputs is None
-            or requested_output_names is None
-            or model_name is None
-            or correlation_id is None
+            correlation_id is None
             or not isinstance(request_id, str)
             or not isinstance(inputs, (list, tuple))
             or not isinstance(requested_output_names, (list, tuple, set))
@@ -379,23 +414,19 @@ class InferenceRequest:
             or not isinstance(timeout, int)
             or (preferred_memory is not None and not isinstance(preferred_memory, PreferredMemory))
             or (trace is not None and not isinstance(trace, InferenceTrace))
+            or any(not isinstance(n, str) for n in requested_output_names)
+            or any(t is not None and not isinstance(t, Tensor) for t in inputs)
         ):
-            raise TypeError(_REQUIRED)
+            raise TypeError(_REQUIRED + invoked_with(args, kwargs))
         if isinstance(model_name, bytes):
             model_name = model_name.decode("utf-8", "replace")
-        for n in requested_output_names:
-            if not isinstance(n, str):
-                raise TypeError(_REQUIRED)
         if isinstance(correlation_id, bool) or not isinstance(correlation_id, (int, str)):
             raise TritonModelException("Correlation ID must be integer or string")
-        for t in inputs:
-            if not isinstance(t, Tensor):
-                if t is None:
-                    raise TritonModelException(
-                        f"Input tensor for request with id '{request_id}' and model name "
-                        f"'{model_name}' should not be empty."
-                    )
-                raise TypeError(_REQUIRED)
+        if any(t is None for t in inputs):
+            raise TritonModelException(
+                f"Input tensor for request with id '{request_id}' and model name "
+                f"'{model_name}' should not be empty."
+            )
         for n in requested_output_names:
             if n == "":
                 raise TritonModelException(
@@ -508,9 +539,7 @@ class InferenceRequest:
     def exec(self, decoupled: bool = False) -> Any:
         """Run this request on ``model_name`` and wait: an InferenceResponse, or with
         ``decoupled=True`` an iterator of them. Errors come back as error responses."""
-        runtime = _runtime.current()
-        runtime.check_bls()
-        stream = runtime.infer(self, bool(decoupled))
+        stream = self._start(bool(decoupled))
         if decoupled:
             return ResponseIterator(stream)
         return _single(stream.get)
@@ -518,16 +547,32 @@ class InferenceRequest:
     def async_exec(self, decoupled: bool = False) -> asyncio.Future[Any]:
         """Like :meth:`exec`, as an awaitable; call it inside ``async def execute``."""
         loop = asyncio.get_running_loop()
-        runtime = _runtime.current()
-        runtime.check_bls()
-        stream = runtime.infer(self, bool(decoupled))
+        stream = self._start(bool(decoupled))
         if decoupled:
             return asyncio.ensure_future(ResponseIterator(stream)._first(), loop=loop)
         return asyncio.ensure_future(_single_async(stream), loop=loop)
 
+    def _start(self, decoupled: bool) -> _runtime.ResponseStream:
+        runtime = _runtime.current()
+        runtime.check_bls()
+        seen: set[str] = set()
+        for tensor in self._inputs:
+            if tensor._name in seen:  # the server refuses the request, as Triton's core does
+                stream = _runtime.ResponseStream()
+                stream.push(InferenceResponse(error=self._duplicate(tensor._name)), True)
+                return stream
+            seen.add(tensor._name)
+        return runtime.infer(self, decoupled)
+
+    def _duplicate(self, name: str) -> TritonError:
+        return TritonError(
+            f"Model {self._model_name} - Error when running inference: [request id: "
+            f"{self._request_id or '<id_unknown>'}] input '{name}' already exists in request",
+            TritonError.INVALID_ARG,
+        )
+
     def __repr__(self) -> str:
-        name = f"model_name={self._model_name!r}, " if self._model_name else ""
-        return f"InferenceRequest({name}request_id={self._request_id!r}, inputs={self._inputs!r})"
+        return pybind_repr(self, "InferenceRequest")
 
 
 def _single(get: Any) -> InferenceResponse:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from . import _dlpack
-from ._errors import TritonModelException, invoked_with
+from ._errors import TritonModelException, invoked_with, pybind_repr
 
 __all__ = ["Tensor", "bytes_items", "wire_of"]
 
@@ -80,11 +80,10 @@ class Tensor:
         wire = wire_of(array.dtype)
         if wire is None:
             raise TritonModelException("NumPy dtype is not supported.")
-        if wire != "BYTES":
-            if not array.dtype.isnative:
-                array = array.astype(array.dtype.newbyteorder("="))
-            if not array.flags.c_contiguous:
-                array = np.ascontiguousarray(array)
+        if wire != "BYTES" and not array.dtype.isnative:
+            array = array.astype(array.dtype.newbyteorder("="))
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
         self._name = name
         self._array = array
         self._wire = wire
@@ -148,7 +147,8 @@ class Tensor:
 
     @staticmethod
     def from_dlpack(name: str, dlpack_tensor: object) -> Tensor:
-        """A tensor sharing memory with a DLPack capsule or an object with ``__dlpack__``."""
+        """A tensor with a copy of the data of a DLPack capsule or of an object with
+        ``__dlpack__`` (CPU memory: the copy is writeable and independent of the source)."""
         if not isinstance(name, str) or name == "":
             raise TritonModelException("Tensor name cannot be an empty string.")
         bf16 = False
@@ -184,7 +184,9 @@ class Tensor:
         wire = "BF16" if bf16 else wire_of(array.dtype)
         if wire is None or wire == "BYTES":
             raise TritonModelException("NumPy dtype is not supported.")
-        return Tensor._wrap(name, wire, array)
+        # CPU data is copied, as Triton's stub copies it: the tensor is writeable and
+        # independent of the producer's memory
+        return Tensor._wrap(name, wire, np.array(array, copy=True))
 
     def __repr__(self) -> str:
-        return f"Tensor(name={self._name!r}, datatype={self._wire}, shape={self.shape()})"
+        return pybind_repr(self, "Tensor")

@@ -69,7 +69,7 @@ def isolated(servers: Start, repo: Path) -> _launch.BundledServer:
 
 @pytest.mark.parametrize(
     ("mode", "what"),
-    [(1, "os._exit"), (2, "sys.exit"), (3, "os.abort"), (4, "segfault"), (6, "SIGKILL")],
+    [(1, "os._exit"), (3, "os.abort"), (4, "segfault"), (6, "SIGKILL")],
 )
 def test_a_dying_worker_fails_its_request_and_is_replaced(
     isolated: _launch.BundledServer, mode: int, what: str
@@ -239,14 +239,18 @@ def test_two_instances_run_in_parallel(isolated: _launch.BundledServer) -> None:
         assert cpu / wall > 1.2, tries  # more than one core's worth of CPU at once
 
 
-def test_in_process_sys_exit_is_an_error_not_an_exit(servers: Start, repo: Path) -> None:
-    server = servers(repo, "--python-isolation=in-process")
+@pytest.mark.parametrize("isolation", ["process", "in-process"])
+def test_sys_exit_is_an_error_not_an_exit(servers: Start, repo: Path, isolation: str) -> None:
+    """As in Triton, whose stub reports ``SystemExit`` as the model's error."""
+    server = servers(repo, f"--python-isolation={isolation}")
+    before = _pid(server.url)
     r = _crash(server.url, 2)
     assert r.status == 500
     assert r.json()["error"].startswith(
         "Failed to process the request(s) for model 'crash_0', message: SystemExit: 4"
     )
     assert _crash(server.url, 0).status == 200 and server.process.poll() is None
+    assert _pid(server.url) == before  # the same worker goes on
 
 
 @pytest.mark.parametrize(("flag", "message"), [

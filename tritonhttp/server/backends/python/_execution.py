@@ -28,10 +28,13 @@ from triton_python_backend_utils._request import InferenceRequest, InferenceResp
 
 from ._loader import format_exception, import_model_module
 
-__all__ = ["ModelError", "ModelHost", "current_host"]
+__all__ = ["MODEL_ERRORS", "ModelError", "ModelHost", "current_host"]
 
 _RESCHEDULE = pb.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 READY_TIMEOUT_S = 5.0
+#: what model code may raise and Triton's stub reports as the model's error:
+#: ``sys.exit()`` and ``KeyboardInterrupt`` included (they end neither stub nor server)
+MODEL_ERRORS = (Exception, SystemExit, KeyboardInterrupt)
 
 
 class ModelError(Exception):
@@ -80,7 +83,7 @@ def load_model_class(
     path = _model_file(model_dir, version, filename)
     try:
         module = import_model_module(model_dir, version, filename, own_process)
-    except Exception as e:
+    except MODEL_ERRORS as e:
         raise ModelError(format_exception(e)) from None
     cls = getattr(module, "TritonPythonModel", None)
     if cls is None:
@@ -98,7 +101,7 @@ def auto_complete(cls: type[Any], model_name: str, config_json: str) -> str | No
         return None
     try:
         result = hook(pb.ModelConfig(config_json))
-    except Exception as e:
+    except MODEL_ERRORS as e:
         raise ModelError(format_exception(e)) from None
     if not isinstance(result, pb.ModelConfig):
         raise ModelError(
@@ -136,9 +139,6 @@ class ModelHost:
         self.uses_async = False
         #: what the hosting server attaches (in-process: its ModelServices)
         self.context: Any = None
-        #: a worker process lets ``sys.exit()`` in model code end it (the server then fails
-        #: the requests and restarts the instance); in the server's process it is an error
-        self.exit_on_system_exit = False
 
     # ------------------------------------------------------------------ context
 
@@ -168,7 +168,7 @@ class ModelHost:
                 result = init(args)
                 if inspect.iscoroutine(result):
                     self._run_coroutine(result)
-        except Exception as e:
+        except MODEL_ERRORS as e:
             raise ModelError(format_exception(e)) from None
         finally:
             self._leave(previous)
@@ -184,7 +184,7 @@ class ModelHost:
                 result = fini()
                 if inspect.iscoroutine(result):
                     self._run_coroutine(result)
-        except Exception as e:
+        except MODEL_ERRORS as e:
             _runtime.current().log(
                 2, f"Failed to finalize model instance '{self.instance_name}': "
                 f"{format_exception(e)}", "pb_stub.cc", 0,
@@ -209,7 +209,7 @@ class ModelHost:
             if inspect.iscoroutine(result):
                 fut = self._async_loop().submit(result)
                 result = fut.result(READY_TIMEOUT_S)
-        except Exception:
+        except MODEL_ERRORS:
             return False
         return result if isinstance(result, bool) else False
 
@@ -252,11 +252,7 @@ class ModelHost:
                     result = None
                 else:
                     result = self._run_coroutine(result)
-        except BaseException as e:
-            if isinstance(e, KeyboardInterrupt):
-                raise
-            if isinstance(e, SystemExit) and self.exit_on_system_exit:
-                raise
+        except MODEL_ERRORS as e:
             self._fail_all(requests, format_exception(e))
             return [False] * n
         if self.decoupled:

@@ -478,7 +478,6 @@ class Worker:
             model_dir = Path(m.model_dir)
             cls, path = load_model_class(model_dir, m.version, m.filename, own_process=True)
             host = ModelHost(cls, path, m.instance_name, m.decoupled, block=self._block)
-            host.exit_on_system_exit = True
             self.host = host
             host.initialize(m.args)
         except ModelError as e:
