@@ -1,6 +1,7 @@
 """Requests a user sends that the HTTP front and the core answer as real Triton 2.51 does:
-the ``binary_data_output`` request parameter next to a list of requested outputs, and
-string request parameters holding a NUL (``tests/repos/hunt_front``)."""
+the ``binary_data_output`` request parameter next to a list of requested outputs, string
+request parameters holding a NUL, and classification labels read from a label file with
+CRs, empty lines and bytes that are not UTF-8 (``tests/repos/hunt_front``)."""
 
 from __future__ import annotations
 
@@ -69,3 +70,32 @@ def test_string_parameter_with_a_nul(
     compare(o, r)
     assert o.status == 200
     assert "\\u0000" not in o.json()["outputs"][0]["data"][0]
+
+
+#: tests/repos/hunt_front/labelled/labels.txt, line by line (split at "\n" only)
+LABELS = [b"zero\r", b"", b"\x0ctwo\x1c", b"thr\xffee", "\u00e9\u2028x".encode()]
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["json", "binary"])
+def test_classification_labels_as_read(
+    binary: bool, real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
+    """Label lines are split at newlines only and kept as bytes (a CR, a form feed, a
+    U+2028 and a byte that is not UTF-8 stay in the label); an empty label is left out
+    (``value:index``, no trailing colon)."""
+    repo = model_repo("hunt_front")
+    real, ours = real_triton_factory(repo, *ARGS), bundled_server_factory(repo, *ARGS)
+    body = json.dumps({
+        "inputs": [{"name": "IN", "datatype": "INT32", "shape": [2, 6],
+                    "data": [6, 5, 4, 3, 2, 1, 1, 2, 3, 4, 5, 6]}],
+        "outputs": [{"name": "OUT", "parameters": {"classification": 6, "binary_data": binary}}],
+    })  # fmt: skip
+    r = exchange(real.url, "POST", "/v2/models/labelled/infer", body)
+    o = exchange(ours.url, "POST", "/v2/models/labelled/infer", body)
+    compare(o, r)
+    assert o.status == 200
+    if binary:
+        for entry in (b"6:0:" + LABELS[0], b"5:1", b"4:2:" + LABELS[2], b"3:3:" + LABELS[3]):
+            assert len(entry).to_bytes(4, "little") + entry in o.body
+    else:
+        assert b'"6:0:zero\\r","5:1","4:2:\\f' in o.body

@@ -62,7 +62,7 @@ class ModelVersion:
         self._sequence: SequenceBatcher | None = None
         #: the server's response cache, when this version uses it
         self.cache: ResponseCache | None = None
-        self.labels: dict[str, list[str]] = {}
+        self.labels: dict[str, list[bytes]] = {}
         #: ``"model_name":...,"model_version":...`` as response JSON (built once)
         self.wire_prefix = b""
         #: (output name, datatype, *shape) -> ``{"name":...,"datatype":...,"shape":[...]``

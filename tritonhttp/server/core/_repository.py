@@ -467,7 +467,8 @@ class Repository:
                 if out.label_filename:
                     path = model_dir / out.label_filename
                     try:
-                        mv.labels[out.name] = path.read_text(encoding="utf-8").splitlines()
+                        # (lines as Triton's getline reads them: any bytes, cut at \n only)
+                        mv.labels[out.name] = path.read_bytes().split(b"\n")
                     except OSError:
                         raise CoreError(
                             f"failed to open text file for read {path}: No such file or directory"

@@ -623,7 +623,9 @@ def _to_std_string(value: Any) -> str:
     return str(value)
 
 
-def _classify(out: OutputTensor, k: int, labels: list[str] | None, batching: bool) -> OutputTensor:
+def _classify(
+    out: OutputTensor, k: int, labels: list[bytes] | None, batching: bool
+) -> OutputTensor:
     if out.datatype not in (
         "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP32", "FP64"
     ):  # fmt: skip
@@ -637,10 +639,10 @@ def _classify(out: OutputTensor, k: int, labels: list[str] | None, batching: boo
     for row in rows:
         order = np.argsort(-row.astype(np.float64), kind="stable")[:kk]
         for idx in order.tolist():
-            text = f"{_to_std_string(row[idx].item())}:{idx}"
-            if labels is not None and idx < len(labels):
-                text += f":{labels[idx]}"
-            results.append(text.encode())
+            text = f"{_to_std_string(row[idx].item())}:{idx}".encode()
+            if labels is not None and idx < len(labels) and labels[idx]:
+                text += b":" + labels[idx]  # (an empty label is left out, as in Triton)
+            results.append(text)
     shape = [rows.shape[0], kk] if batching and arr.ndim >= 1 else [kk]
     items = np.empty(len(results), dtype=np.object_)
     items[:] = results
