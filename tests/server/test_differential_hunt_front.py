@@ -99,3 +99,17 @@ def test_classification_labels_as_read(
             assert len(entry).to_bytes(4, "little") + entry in o.body
     else:
         assert b'"6:0:zero\\r","5:1","4:2:\\f' in o.body
+
+
+def test_classification_of_an_empty_output(bundled_server: Any) -> None:
+    """Real Triton 2.51 crashes on this request (docs/server.md, "Deliberate
+    differences"); ours answers an empty classification."""
+    body = json.dumps({
+        "inputs": [{"name": "IN_INT32", "datatype": "INT32", "shape": [0], "data": []}],
+        "outputs": [{"name": "OUT_INT32", "parameters": {"classification": 2}}],
+    })  # fmt: skip
+    reply = exchange(bundled_server.url, "POST", "/v2/models/identity_all/infer", body)
+    assert reply.status == 200
+    assert reply.json()["outputs"] == [
+        {"name": "OUT_INT32", "datatype": "BYTES", "shape": [0], "data": []}
+    ]
