@@ -1,7 +1,8 @@
 """Requests a user sends that the HTTP front and the core answer as real Triton 2.51 does:
 the ``binary_data_output`` request parameter next to a list of requested outputs, string
 request parameters holding a NUL, and classification labels read from a label file with
-CRs, empty lines and bytes that are not UTF-8 (``tests/repos/hunt_front``)."""
+CRs, empty lines and bytes that are not UTF-8 (``tests/repos/hunt_front``), and class
+counts past 32 bits."""
 
 from __future__ import annotations
 
@@ -113,3 +114,17 @@ def test_classification_of_an_empty_output(bundled_server: Any) -> None:
     assert reply.json()["outputs"] == [
         {"name": "OUT_INT32", "datatype": "BYTES", "shape": [0], "data": []}
     ]
+
+
+@pytest.mark.parametrize("k", [2**32, 2**32 + 1, 2**63, 2**64 - 1])
+def test_class_count_past_32_bits(k: int, real_triton: Any, bundled_server: Any) -> None:
+    """Triton keeps the class count as 32 bits: ``2**32`` asks no classification,
+    ``2**32 + 1`` one class."""
+    body = json.dumps({
+        "inputs": [{"name": "IN_INT32", "datatype": "INT32", "shape": [3], "data": [1, 3, 2]}],
+        "outputs": [{"name": "OUT_INT32", "parameters": {"classification": k}}],
+    })  # fmt: skip
+    real = exchange(real_triton.url, "POST", "/v2/models/identity_all/infer", body)
+    ours = exchange(bundled_server.url, "POST", "/v2/models/identity_all/infer", body)
+    compare(ours, real)
+    assert len(ours.json()["outputs"][0]["data"]) == (1 if k == 2**32 + 1 else 3)

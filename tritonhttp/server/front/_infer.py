@@ -596,7 +596,7 @@ def _parse_output(item: Any, shm: SharedMemoryRegistry | None, req: InferRequest
             value = params["classification"]
             if not _is_uint(value):
                 raise _err500(f"Unable to set 'classification': {_NOT_UINT}")
-            spec.classification = int(value)
+            spec.classification = int(value) % 2**32  # (Triton keeps it as a uint32)
         if "binary_data" in params:
             value = params["binary_data"]
             if not isinstance(value, bool):
