@@ -48,8 +48,22 @@ def parse_levels(text: str, what: str, integer: bool) -> list[float]:
                     raise ValueError(part)
                 start, end = bounds[0], bounds[1]
                 step = bounds[2] if len(bounds) == 3 else 1.0
+                if end == 0 and start > 0:
+                    # perf_analyzer reads END 0 as "step up until -l is reached".
+                    raise click.BadParameter(
+                        f"{part!r}: an open range (END 0, stepping up until the latency "
+                        "threshold) is not supported; give the highest level as END "
+                        "(with -l, the sweep stops at the first level over it)",
+                        param_hint=what,
+                    )
                 if step <= 0 or end < start:
                     raise ValueError(part)
+                if integer and any(v != int(v) for v in bounds):
+                    raise click.BadParameter(
+                        f"{part!r}: START, END and STEP of a concurrency range must be "
+                        "whole numbers",
+                        param_hint=what,
+                    )
                 count = math.floor((end - start) / step + 1e-9) + 1
                 if len(levels) + count > MAX_LEVELS:
                     raise click.BadParameter(

@@ -123,7 +123,8 @@ def _synthetic(spec: TensorSpec, dims: list[int], kind: str, options: InputOptio
     if spec.datatype == "BYTES":
         out = np.empty(count, dtype=np.object_)
         if options.string_data is not None:
-            out[:] = [options.string_data.encode()] * count
+            # Command-line bytes that are not UTF-8 are sent as given (surrogateescape).
+            out[:] = [options.string_data.encode("utf-8", "surrogateescape")] * count
         else:
             letters = rng.integers(97, 123, size=(count, options.string_length), dtype=np.uint8)
             out[:] = [row.tobytes() for row in letters]
@@ -246,7 +247,13 @@ def _elements_array(elements: list[Any], datatype: str, dims: list[int], where: 
             if isinstance(x, bytes):
                 out[i] = x
             elif isinstance(x, str):
-                out[i] = x.encode("utf-8")
+                try:
+                    out[i] = x.encode("utf-8")
+                except UnicodeEncodeError as e:
+                    raise InputError(
+                        f"{where}: {x[e.start : e.end]!r} is a lone UTF-16 surrogate, which has "
+                        'no UTF-8 form (give the bytes as {"b64": ...})'
+                    ) from None
             else:
                 raise InputError(f"{where}: BYTES values must be strings, got {x!r}")
         return out.reshape(dims)

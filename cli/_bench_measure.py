@@ -135,15 +135,16 @@ class LevelResult:
         """Inferences per second (requests times the batch size)."""
         return self.throughput * self.batch_size
 
-    def latency_ms(self) -> dict[str, float]:
-        """avg, std, min, p50, p90, p95, p99, max in milliseconds (NaN without requests)."""
+    def latency_ms(self, extra: int | None = None) -> dict[str, float]:
+        """avg, std, min, p50, p90, p95, p99 (and p``extra``, in order), max in
+        milliseconds (NaN without requests)."""
         lat = self.latencies_s
         stats = {
             "avg": statistics.fmean(lat) if lat else math.nan,
             "std": statistics.pstdev(lat) if len(lat) > 1 else (0.0 if lat else math.nan),
             "min": lat[0] if lat else math.nan,
         }
-        for q in (50, 90, 95, 99):
+        for q in sorted({50, 90, 95, 99, *([extra] if extra is not None else [])}):
             stats[f"p{q}"] = percentile(lat, q)
         stats["max"] = lat[-1] if lat else math.nan
         return {k: v * 1000 for k, v in stats.items()}

@@ -98,7 +98,7 @@ def write_outputs(
                 "duration_s": options["duration"],
                 "requests_per_level": options["request_count"],
                 "warmup_s": options["warmup"],
-                "levels": [finite(level_json(r)) for r in results],
+                "levels": [finite(level_json(r, options["percentile"])) for r in results],
             },
         )
     elif options["report_path"] != "-" and results:

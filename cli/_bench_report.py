@@ -240,8 +240,9 @@ def _stat_block(values: list[float], unit: str, scale: float) -> dict[str, Any]:
     return {"unit": unit, **summary([v * scale for v in values])}
 
 
-def level_json(r: LevelResult) -> dict[str, Any]:
-    """One level for ``--json``."""
+def level_json(r: LevelResult, percentile: int | None = None) -> dict[str, Any]:
+    """One level for ``--json`` (``latency_ms`` has ``p{percentile}`` too with
+    ``--percentile``)."""
     return {
         "level": int(r.level) if r.load == "concurrency" else r.level,
         "requests": r.requests,
@@ -250,7 +251,7 @@ def level_json(r: LevelResult) -> dict[str, Any]:
         "stable": r.stable,
         "windows": r.windows,
         "throughput": {"requests_per_s": r.throughput, "inferences_per_s": r.infer_per_sec},
-        "latency_ms": r.latency_ms(),
+        "latency_ms": r.latency_ms(percentile),
         "server_us": r.server,
         "client_us": r.client,
         "delayed_requests": r.delayed,

@@ -356,13 +356,21 @@ def triton_datatype(array: np.ndarray[Any, Any], name: str) -> str:
     return str(datatype)
 
 
-def _bytes_element(x: Any) -> bytes:
+def _bytes_element(x: Any, name: str) -> bytes:
     if isinstance(x, _Overflow):
         return x.text.encode("utf-8")
     if isinstance(x, bytes):
         return x
     if isinstance(x, str):
-        return x.encode("utf-8")
+        try:
+            # Bytes of the command line that are not UTF-8 reach Python as the
+            # surrogates U+DC80..U+DCFF; they are sent as the bytes they stand for.
+            return x.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError as e:
+            raise InputError(
+                f"input '{name}': {x[e.start : e.end]!r} is a lone UTF-16 surrogate, "
+                "which has no UTF-8 form (give the bytes with @FILE instead)"
+            ) from None
     return json.dumps(x).encode("utf-8")
 
 
@@ -404,7 +412,7 @@ def to_array(raw: RawValue, datatype: str) -> np.ndarray[Any, Any]:
                     f"input '{name}': {raw.source} holds {array.dtype} values, expected BYTES",
                 )
             out = np.empty(array.shape, dtype=np.object_)
-            out.reshape(-1)[:] = [_bytes_element(x) for x in array.reshape(-1).tolist()]
+            out.reshape(-1)[:] = [_bytes_element(x, name) for x in array.reshape(-1).tolist()]
             return out
         target = np.dtype(triton_to_np_dtype(datatype))
         if array.dtype == target:
@@ -434,7 +442,7 @@ def to_array(raw: RawValue, datatype: str) -> np.ndarray[Any, Any]:
         shape, elements = _flatten(raw.value, name)
     if datatype == "BYTES":
         out = np.empty(len(elements), dtype=np.object_)
-        out[:] = [_bytes_element(x) for x in elements]
+        out[:] = [_bytes_element(x, name) for x in elements]
         return out.reshape(shape)
     try:
         dtype = triton_to_np_dtype(datatype)
