@@ -344,7 +344,7 @@ def test_registry_bounds(
             if at >= byte_size:
                 with pytest.raises(CoreError, match=r"^Invalid offset for"):
                     registry.lookup("p", at, size)
-            elif size == 0 or at + size > byte_size:
+            elif at + size == 0 or at + size > byte_size:
                 with pytest.raises(CoreError, match=r"^Invalid offset \+ byte size for"):
                     registry.lookup("p", at, size)
             else:
@@ -391,11 +391,13 @@ def test_server_bounds_over_http(
             assert json.loads(reply.body) == {
                 "error": "Invalid offset for shared memory region: 'hp'"
             }
-        elif size == 0 or offset + size > registered_size:
+        elif offset + size == 0 or offset + size > registered_size:
             assert reply.status == 400
             assert json.loads(reply.body) == {
                 "error": "Invalid offset + byte size for shared memory region: 'hp'"
             }
+        elif size == 0:  # an empty extent inside the region, one element asked
+            assert json.loads(reply.body)["error"].endswith("Expected 1, got 0")
         else:
             assert reply.status == 200, reply
             start = registered_offset + offset

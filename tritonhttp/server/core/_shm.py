@@ -164,7 +164,9 @@ class SharedMemoryRegistry:
             raise CoreError(f"Unable to find shared memory region: '{name}'", Code.NOT_FOUND)
         if offset >= region.byte_size:
             raise CoreError(f"Invalid offset for shared memory region: '{name}'")
-        if byte_size == 0 or offset + byte_size > region.byte_size:
+        # Triton bounds the last byte, offset + byte_size - 1, in unsigned arithmetic: an
+        # empty extent passes anywhere inside the region but at its very start
+        if offset + byte_size == 0 or offset + byte_size > region.byte_size:
             raise CoreError(f"Invalid offset + byte size for shared memory region: '{name}'")
         return RegionSlice(region, offset, byte_size)
 
