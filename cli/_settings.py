@@ -24,6 +24,21 @@ def parse_header(raw: str) -> tuple[str, str]:
     return key, value.strip()
 
 
+def _check_address(url: str) -> None:
+    """A usage error when ``host:port[/base]`` cannot name a server (a bad port, an
+    unclosed IPv6 bracket), rather than a failure once a request is tried."""
+    from urllib.parse import urlsplit
+
+    netloc = url.split("/", 1)[0]
+    try:
+        parts = urlsplit("//" + netloc)
+        parts.port  # noqa: B018 - reading it checks it
+    except ValueError as e:
+        raise click.BadParameter(f"{url!r}: {e}", param_hint="'--url'") from None
+    if not parts.hostname:
+        raise click.BadParameter(f"{url!r} has no host", param_hint="'--url'")
+
+
 @dataclass
 class Settings:
     """What the global options say: where the server is and how to talk and answer."""
@@ -49,6 +64,7 @@ class Settings:
         url = url.rstrip("/")
         if not url:
             raise click.BadParameter("the URL has no host", param_hint="'--url'")
+        _check_address(url)
         return cls(url=url, ssl=ssl, **options)
 
     @property

@@ -73,3 +73,20 @@ def test_ranges_perf_analyzer_reads_otherwise_are_usage_errors() -> None:
         done = run_script([*url, "bench", "add_sub", "-c", text])
         assert done.code == 2, (text, done.stderr)
         assert "must be whole numbers" in done.stderr, done.stderr
+
+
+def test_a_url_that_cannot_name_a_server_is_a_usage_error() -> None:
+    """A bad port or an unclosed IPv6 bracket is found before any request (exit 2), not
+    reported as a failure of the server (exit 1, "not healthy")."""
+    for url, why in (
+        ("localhost:99999", "Port out of range"),
+        ("localhost:abc", "Port could not be cast"),
+        ("http://[::1", "Invalid IPv6 URL"),
+        (":8000", "has no host"),
+    ):
+        done = run_script(["--url", url, "health", "live"])
+        assert done.code == 2, (url, done.stderr)
+        assert "Invalid value for '--url'" in done.stderr and why in done.stderr, done.stderr
+    # Well-formed addresses still reach the connection attempt.
+    fine = run_script(["--url", "[::1]:9/base/", "--timeout", "2", "health", "live"])
+    assert fine.code == 1 and "is not reachable" in fine.stderr, fine.stderr
