@@ -207,6 +207,10 @@ def _save(directory: Path, outputs: list[OutputTensor]) -> list[str]:
             if not any(x.endswith(b"\x00") for x in items):
                 # Fixed-width bytes load without pickle; trailing NULs would be lost.
                 array = np.array(items, dtype=np.bytes_).reshape(array.shape)
+        elif out.datatype == "BF16" and array.dtype.kind != "f":
+            # numpy's .npy has no bfloat16: it would be written as opaque 2-byte voids.
+            # FP32 holds every BF16 value exactly (and @file.npy casts it back).
+            array = array.astype(np.float32)
         path = directory / f"{out.name}.npy"
         np.save(path, array, allow_pickle=array.dtype.kind == "O")
         written.append(str(path))

@@ -90,3 +90,20 @@ def test_a_url_that_cannot_name_a_server_is_a_usage_error() -> None:
     # Well-formed addresses still reach the connection attempt.
     fine = run_script(["--url", "[::1]:9/base/", "--timeout", "2", "health", "live"])
     assert fine.code == 1 and "is not reachable" in fine.stderr, fine.stderr
+
+
+def test_saved_bf16_outputs_are_numbers_that_load_back(
+    bundled_server: bundled.BundledServer, tmp_path: Path
+) -> None:
+    """--save wrote BF16 as opaque 2-byte voids, which --input @file.npy refused."""
+    import numpy as np
+
+    url = ["--url", bundled_server.url]
+    args = ["infer", "identity_all", "-o", "OUT_BF16", "--save", str(tmp_path)]
+    done = run_script([*url, *args, "-i", "IN_BF16=1.5,-2,inf"])
+    assert done.code == 0, done.stderr
+    saved = np.load(tmp_path / "OUT_BF16.npy", allow_pickle=False)
+    assert saved.dtype == np.float32 and saved.tolist() == [1.5, -2.0, float("inf")]
+    again = run_script([*url, "--json", *args, "-i", f"IN_BF16=@{tmp_path / 'OUT_BF16.npy'}"])
+    assert again.code == 0, again.stderr
+    assert again.json()["outputs"][0]["data"] == [1.5, -2.0, "Infinity"]
