@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import contextlib
 import logging
 import os
@@ -12,7 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..support import _json
@@ -1013,28 +1012,35 @@ def parse_version(text: str) -> int:
     return value
 
 
+#: the base64 alphabet; a ``file:`` override's other characters are skipped
+_B64_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def _lenient_b64(text: str) -> bytes:
+    """Base64 as Triton decodes a ``file:`` override: characters outside the alphabet
+    (padding included) are skipped, a last group of two or three characters gives one or
+    two bytes, a lone last character gives none."""
+    kept = bytes(c for c in text.encode("utf-8", "surrogatepass") if c in _B64_CHARS)
+    kept = kept[: len(kept) - len(kept) % 4] if len(kept) % 4 == 1 else kept
+    return base64.b64decode(kept + b"=" * (-len(kept) % 4))
+
+
 def _write_override_files(name: str, files: dict[str, str]) -> Path:
-    """Write ``file:<relpath>`` overrides into a private temp copy (no path escapes)."""
+    """Write ``file:<relpath>`` overrides into a private temp copy (no path escapes).
+
+    As in Triton, a path is joined under the copy (a leading or doubled ``/`` names the
+    same file there) and the contents are decoded leniently (see :func:`_lenient_b64`)."""
     temp = Path(tempfile.mkdtemp(prefix=f"tritonhttp-{len(name)}-"))
     try:
         for rel, b64 in files.items():
-            pure = PurePosixPath(rel)
-            if (
-                not rel
-                or pure.is_absolute()
-                or "\\" in rel
-                or any(part in ("..", "") for part in rel.split("/"))
-            ):
+            parts = [part for part in rel.split("/") if part]
+            if not parts or rel.endswith("/") or "\\" in rel or ".." in parts:
                 raise PollError(f"invalid file override path '{rel}'")
-            target = (temp / pure).resolve()
+            target = temp.joinpath(*parts).resolve()
             if not target.is_relative_to(temp.resolve()):
                 raise PollError(f"invalid file override path '{rel}'")
-            try:
-                data = base64.b64decode(b64, validate=True)
-            except (binascii.Error, ValueError):
-                raise PollError(f"file override '{rel}' is not valid base64") from None
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            target.write_bytes(_lenient_b64(b64))
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise
