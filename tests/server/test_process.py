@@ -168,14 +168,22 @@ def test_explicit_mode_file_overrides_stay_in_their_temp_copy(
             }
         )
         assert cfg
-        for bad in ("../escaped.py", "/abs.py", f"{outside}", "2/../../x.py", "a\\..\\b"):
+        for bad in ("../escaped.py", "2/../../x.py", "a\\..\\b"):
             body = json.dumps({"parameters": {"config": override, f"file:{bad}": model}})
             r = exchange(server.url, "POST", "/v2/repository/models/add_sub/load", body)
             assert r.status == 500
             assert r.json() == {
                 "error": "failed to load 'add_sub', failed to poll from model repository"
             }
+        # an absolute path names a file inside the copy, as in Triton (no version folder
+        # there, so no version to serve)
+        for absolute in ("/abs.py", f"{outside}"):
+            body = json.dumps({"parameters": {"config": override, f"file:{absolute}": model}})
+            r = exchange(server.url, "POST", "/v2/repository/models/add_sub/load", body)
+            assert r.status == 400
+            assert "at least one version must be available" in r.json()["error"]
         assert not outside.exists()
+        assert not Path("/abs.py").exists()
         body = json.dumps({"parameters": {"config": override, "file:2/model.py": model}})
         assert (
             exchange(server.url, "POST", "/v2/repository/models/add_sub/load", body).status == 200
