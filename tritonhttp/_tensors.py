@@ -15,7 +15,7 @@ import numpy as np
 from ._errors import InferenceServerException, raise_error
 from ._protocol import ParsedInferResponse, parse_infer_response
 from .utils import _walk_bytes_tensor
-from .utils._bytes import BytesFramingError, serialize_bytes_array, unpack_array
+from .utils._bytes import BytesFramingError, flat_items, serialize_bytes_array, unpack_array
 from .utils._dtypes import TRITON_TO_NUMPY, triton_dtype_of, triton_to_np_dtype
 
 __all__ = ["InferInput", "InferRequestedOutput", "InferResult"]
@@ -39,10 +39,8 @@ def _raw_view(array: np.ndarray[Any, Any]) -> memoryview:
 def _json_strings(array: np.ndarray[Any, Any], out: list[str]) -> None:
     """Append the elements of a BYTES array as str to ``out``; on a failure, ``out``
     keeps the elements before it (as tritonclient's list does). A subclass gives the
-    elements of its data (see :func:`~tritonhttp.utils._bytes.element_list`)."""
-    if type(array) is not np.ndarray:
-        array = np.asarray(array)
-    items: list[Any] = array.ravel().tolist()
+    elements of its data (see :func:`~tritonhttp.utils._bytes.flat_items`)."""
+    items = flat_items(array)
     if array.dtype == np.object_:
         for x in items:
             if type(x) is bytes:

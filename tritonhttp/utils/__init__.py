@@ -15,6 +15,7 @@ import numpy as np
 from .._errors import InferenceServerException, raise_error
 from ._bytes import BytesFramingError as _BytesFramingError
 from ._bytes import element_list as _element_list
+from ._bytes import flat_items as _flat_items
 from ._bytes import pack_items as _pack_items
 from ._bytes import to_object_array as _to_object_array
 from ._bytes import unpack_array as _unpack_array
@@ -125,6 +126,4 @@ def serialized_byte_size(tensor_value: np.ndarray[_Any, _Any]) -> int:
         raise_error("The tensor_value dtype must be np.object_")
     if tensor_value.size == 0:
         return 0
-    if type(tensor_value) is not np.ndarray:  # a masked array or matrix: its data
-        tensor_value = np.asarray(tensor_value)
-    return sum(map(len, tensor_value.ravel().tolist()))
+    return sum(map(len, _flat_items(tensor_value)))  # (a masked array or matrix: its data)

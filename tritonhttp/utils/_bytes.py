@@ -45,18 +45,24 @@ class BytesFramingError(ValueError):
     """A BYTES buffer is malformed (truncated element or length prefix)."""
 
 
+def flat_items(array: np.ndarray[Any, Any]) -> list[Any]:
+    """The elements of ``array``'s data in C order, as Python objects. A subclass
+    (masked array, ``np.matrix``) gives the elements of its data, as tritonclient's
+    ``np.nditer`` walk does: masked elements as stored, a matrix element by element."""
+    if type(array) is not np.ndarray:
+        array = np.asarray(array)
+    items: list[Any] = array.ravel().tolist()
+    return items
+
+
 def element_list(array: np.ndarray[Any, Any]) -> list[bytes]:
-    """The elements of an object or ``S`` array, in C order, as ``bytes``.
+    """The elements of an object or ``S`` array (see :func:`flat_items`) as ``bytes``.
 
     An object element that is exactly ``bytes`` goes as it is; any other, a subclass such
     as ``np.bytes_`` included, becomes ``str(x).encode("utf-8")`` (as Triton's clients
-    do); ``S`` elements lose trailing NULs (numpy semantics). A subclass (masked array,
-    ``np.matrix``) gives the elements of its data, as tritonclient's ``np.nditer`` walk
-    does: masked elements as stored, a matrix element by element.
+    do); ``S`` elements lose trailing NULs (numpy semantics).
     """
-    if type(array) is not np.ndarray:
-        array = np.asarray(array)
-    items: list[Any] = array.ravel(order="C").tolist()
+    items = flat_items(array)
     if array.dtype.kind == "S" or [*map(type, items)].count(bytes) == len(items):
         return items
     return [x if type(x) is bytes else str(x).encode("utf-8") for x in items]

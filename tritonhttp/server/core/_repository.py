@@ -1021,7 +1021,8 @@ def _lenient_b64(text: str) -> bytes:
     (padding included) are skipped, a last group of two or three characters gives one or
     two bytes, a lone last character gives none."""
     kept = bytes(c for c in text.encode("utf-8", "surrogatepass") if c in _B64_CHARS)
-    kept = kept[: len(kept) - len(kept) % 4] if len(kept) % 4 == 1 else kept
+    if len(kept) % 4 == 1:
+        kept = kept[:-1]
     return base64.b64decode(kept + b"=" * (-len(kept) % 4))
 
 
