@@ -45,13 +45,13 @@ class RequestLink(Protocol):
         ...
 
 
-def _check_parameters(parameters: Any, what: str) -> dict[str, bool | int | str]:
+def _check_parameters(parameters: Any, not_a_dict: str) -> dict[str, bool | int | str]:
+    """``parameters`` checked as Triton's stub checks them; ``not_a_dict``: the error for
+    a value that is no dict, with ``{}`` for its type."""
     if parameters is None:
         return {}
     if not isinstance(parameters, dict):
-        if what == "Parameters":  # a BLS request: Triton's stub words it as pybind11 does
-            raise TritonModelException(f"Expect N8pybind114dictE, got {type(parameters)}")
-        raise TritonModelException(f"{what} must be a dictionary, found type {type(parameters)}")
+        raise TritonModelException(not_a_dict.format(type(parameters)))
     for k, v in parameters.items():
         if not isinstance(k, str):
             raise TritonModelException(
@@ -117,7 +117,9 @@ class InferenceResponse:
                 )
             self._outputs = list(output_tensors)
             self._error = error
-            self._parameters = _check_parameters(parameters, "Response parameters")
+            self._parameters = _check_parameters(
+                parameters, "Response parameters must be a dictionary, found type {}"
+            )
 
     def output_tensors(self) -> list[Tensor]:
         """The output tensors."""
@@ -433,7 +435,10 @@ class InferenceRequest:
                     f"Requested output name for request with id '{request_id}' and model "
                     f"name '{model_name}' should not be empty."
                 )
-        params = _check_parameters(parameters, "Parameters")
+        params = _check_parameters(
+            parameters,
+            "Expect N8pybind114dictE, got {}",  # (pybind11's words, as the stub's)
+        )
         self._request_id = request_id
         self._correlation_id = correlation_id
         self._inputs = list(inputs)
@@ -557,7 +562,7 @@ class InferenceRequest:
         runtime.check_bls()
         seen: set[str] = set()
         for tensor in self._inputs:
-            if tensor._name in seen:  # the server refuses the request, as Triton's core does
+            if tensor._name in seen:  # refused with the error Triton's core gives
                 stream = _runtime.ResponseStream()
                 stream.push(InferenceResponse(error=self._duplicate(tensor._name)), True)
                 return stream

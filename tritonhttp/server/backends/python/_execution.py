@@ -28,7 +28,7 @@ from triton_python_backend_utils._request import InferenceRequest, InferenceResp
 
 from ._loader import format_exception, import_model_module
 
-__all__ = ["MODEL_ERRORS", "ModelError", "ModelHost", "current_host"]
+__all__ = ["ModelError", "ModelHost", "current_host"]
 
 _RESCHEDULE = pb.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 READY_TIMEOUT_S = 5.0
