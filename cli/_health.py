@@ -139,7 +139,7 @@ def _finish(
 ) -> None:
     healthy = why is None
     if settings.json_output:
-        emit_json(settings, {"check": check, "model": model, "healthy": healthy})
+        emit_json(settings, {"check": check, "model": model, "healthy": healthy, "reason": why})
     if why is not None and not quiet:
         click.echo(f"not healthy: {why}", err=True)
     ctx.exit(0 if healthy else 1)

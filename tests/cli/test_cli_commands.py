@@ -38,7 +38,13 @@ def test_health(run_cli: RunCli) -> None:
     assert run_cli("health", "ready", "--model", "add_sub", "--wait", "5").code == 0
     missing = run_cli("health", "ready", "-m", "nope", "--json")
     assert missing.code == 1
-    assert missing.json() == {"check": "ready", "model": "nope", "healthy": False}
+    assert missing.json() == {
+        "check": "ready",
+        "model": "nope",
+        "healthy": False,
+        "reason": "model 'nope' is not in the repository of the server at "
+        + missing.stderr.split(" of the server at ", 1)[1].strip(),
+    }
     (line,) = missing.stderr.splitlines()
     assert line.startswith("not healthy: model 'nope' is not in the repository of the server")
     assert run_cli("health", "ready", "-m", "nope", "--quiet").stderr == ""

@@ -234,7 +234,11 @@ def test_health_when_down_says_why_exit_1_and_waits() -> None:
     start = time.monotonic()
     waited = run_script(["--url", url, "health", "live", "--wait", "0.6", "--json"])
     elapsed = time.monotonic() - start
-    assert waited.code == 1 and waited.json() == {"check": "live", "model": None, "healthy": False}
+    assert waited.code == 1
+    answer = waited.json()
+    assert answer == {"check": "live", "model": None, "healthy": False, "reason": answer["reason"]}
+    assert answer["reason"].startswith(f"the server at {url} is not reachable: ")
+    assert answer["reason"].endswith("(still after waiting 0.6 s)")
     assert waited.stderr.strip().endswith("(still after waiting 0.6 s)")
     assert elapsed >= 0.6  # it polled for the whole --wait
     assert elapsed < 2 * quick + 2 * 0.6, (elapsed, quick)  # ...and then stopped
