@@ -722,7 +722,7 @@ class EnsembleVersion(ModelVersion):
         try:
             stream = cast(_Responses, decoupled_responses(mv, sreq))  # (an async generator)
             async with contextlib.aclosing(stream) as responses:
-                async for response, _final in responses:
+                async for response, final in responses:
                     if response is None:
                         continue
                     if response.error is not None:
@@ -730,6 +730,9 @@ class EnsembleVersion(ModelVersion):
                         run.error = CoreError(
                             f"in ensemble '{self.name}', {message}", response.error.code
                         )
+                        # (an error response without FINAL leaves the step request in
+                        # flight: Triton 2.51 then counts the failure once)
+                        run.alone = final and len(run.active) == 1
                         return
                     outputs = self._outputs_of(run, i, response)
                     await self._branch(run, {**tensors, **outputs}, done)
