@@ -6,6 +6,12 @@ behind the others. A policy bounds the level's queue (``max_queue_size``) and gi
 request a deadline: the policy's ``default_timeout_microseconds``, or the request's own
 ``timeout`` when ``allow_timeout_override`` is set and it is shorter (a request cannot
 extend the policy's timeout, and without a default timeout it has none).
+
+Triton's batcher thread first looks at a request a few microseconds after it was queued,
+even when an instance is idle: a ``REJECT`` deadline shorter than that (a request
+``timeout`` of a few µs) has always passed by then, and the request is answered
+``Request timeout expired`` instead of running. Such a request is queued here with its
+deadline already past, so it never takes the idle-instance shortcut.
 """
 
 from __future__ import annotations
@@ -22,6 +28,10 @@ if TYPE_CHECKING:
     from ._types import InferRequest, InferResponse
 
 __all__ = ["Pending", "PriorityQueue"]
+
+#: how long after queueing a request Triton's batcher examines it at the earliest (ns):
+#: Triton 2.51 always rejects a request timeout of 1-5 µs, rarely one of 50 µs, never 100
+_HANDOVER_NS = 10_000
 
 
 class Pending:
@@ -107,14 +117,28 @@ class PriorityQueue:
         q = self._queue(level)
         return bool(q.max_size) and len(q) >= q.max_size
 
+    def _timeout_ns(self, q: _LevelQueue, request: InferRequest) -> int:
+        timeout_ns = q.timeout_ns
+        if q.allow_override:
+            override = request.timeout_us * 1000
+            if override and override < timeout_ns:
+                timeout_ns = override
+        return timeout_ns
+
+    def expires_at_once(self, level: int, request: InferRequest) -> bool:
+        """Whether Triton's batcher would find ``request`` past a REJECT deadline the
+        first time it looks at it (see the module's note)."""
+        if not self.has_timeouts:
+            return False
+        q = self._queue(level)
+        return not q.delay_action and 0 < self._timeout_ns(q, request) < _HANDOVER_NS
+
     def push(self, item: Pending, level: int, now_ns: int) -> None:
         """Queue ``item`` (the caller checked :meth:`full`); sets its deadline."""
         q = self._queue(level)
-        timeout_ns = q.timeout_ns
-        if q.allow_override:
-            override = item.request.timeout_us * 1000
-            if override and override < timeout_ns:
-                timeout_ns = override
+        timeout_ns = self._timeout_ns(q, item.request)
+        if timeout_ns and timeout_ns < _HANDOVER_NS and not q.delay_action:
+            timeout_ns = -1  # (already past when the batcher first looks)
         item.deadline_ns = now_ns + timeout_ns if timeout_ns else 0
         item.level = level
         q.main.append(item)

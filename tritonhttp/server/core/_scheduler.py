@@ -479,6 +479,7 @@ class DynamicBatcher(Scheduler):
             and not self._payloads
             and (self._curr is None or self._curr.executing or not self._curr.items)
             and not self.rules.delay_ns
+            and not queue.expires_at_once(level, req)
         ):
             # the batch Triton would form is this request alone, on an idle instance
             # (a sequence batcher's lane, the one user of ``on_done``, only submits)

@@ -1,0 +1,41 @@
+"""Scheduling corner cases found by comparing with real Triton 2.51, differentially."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ._probe import Probe, counts, info, metric_counts, outcome
+
+pytestmark = pytest.mark.real_triton
+
+
+def test_a_few_microsecond_timeout_is_rejected_even_on_an_idle_instance(
+    probes: dict[str, Probe],
+) -> None:
+    """Triton's batcher looks at a request some microseconds after queueing it, so a
+    REJECT deadline of 1-2 µs has passed by then, idle instance or not (100 µs never
+    has: that request runs)."""
+
+    def scenario(p: Probe) -> Any:
+        before = metric_counts(p, "dyn_reject")
+        fails = counts(p.stats("dyn_reject"))["fail"]
+        answers = [
+            outcome(p.post("dyn_reject", rid, params={"timeout": t}))
+            for rid, t in (("t1", 1), ("t2", 2), ("t3", 1))
+        ]
+        served = info(p.post("dyn_reject", "ok", params={"timeout": 100_000}))["timeouts"]
+        after = metric_counts(p, "dyn_reject")
+        delta = {k: after[k] - before.get(k, 0) for k in after}
+        return answers, served, delta, counts(p.stats("dyn_reject"))["fail"] - fails
+
+    results = {name: scenario(probe) for name, probe in probes.items()}
+    triton, ours = results["triton"], results["ours"]
+    expired = (503, "text/plain", b'{"error":"Request timeout expired"}')
+    assert triton[0] == [expired] * 3
+    assert triton[1] == [100_000]
+    assert triton[2]["nv_inference_request_failure[REJECTED]"] == 3
+    assert triton[2]["nv_inference_request_success"] == 1
+    assert triton[3] == 3
+    assert ours == triton
