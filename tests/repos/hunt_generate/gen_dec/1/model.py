@@ -24,7 +24,7 @@ def log(what, fn, *args, **kwargs):
 class TritonPythonModel:
     def execute(self, requests):
         for request in requests:
-            mode = int(pb_utils.get_input_tensor_by_name(request, "MODE").as_numpy()[0])
+            mode = int(pb_utils.get_input_tensor_by_name(request, "MODE").as_numpy().flatten()[0])
             s = request.get_response_sender()
             if mode == 0:  # an empty response, then a bare FINAL
                 s.send(pb_utils.InferenceResponse())
@@ -99,4 +99,9 @@ class TritonPythonModel:
             elif mode == 11:  # error with no FINAL then FINAL
                 s.send(pb_utils.InferenceResponse(error=pb_utils.TritonError("e1")))
                 s.send(pb_utils.InferenceResponse(error=pb_utils.TritonError("e2")), flags=FINAL)
+            elif mode == 12:  # raises before sending anything
+                raise RuntimeError("raised")
+            elif mode == 13:  # sends FINAL, then raises
+                s.send(out(0), flags=FINAL)
+                raise RuntimeError("raised after final")
         return None
