@@ -4,6 +4,7 @@ Triton's validation messages out, and the JSON form the config endpoint prints."
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ __all__ = [
     "ModelConfig",
     "PollError",
     "config_to_json",
+    "first_subfolder",
     "io_problem",
     "normalize",
     "parse_override",
@@ -108,14 +110,33 @@ def version_policy_versions(cfg: ModelConfig, available: list[int]) -> list[int]
     return available[-n:] if n > 0 else []
 
 
+#: the model files by which Triton tells a model's backend when its configuration names
+#: none (only Python models serve here: the others then fail to load, for want of theirs)
+_BACKEND_FILES = {
+    "model.plan": "tensorrt",
+    "model.onnx": "onnxruntime",
+    "model.pt": "pytorch",
+    "model.savedmodel": "tensorflow",
+    "model.graphdef": "tensorflow",
+}
+
+
 def normalize(cfg: ModelConfig, model_name: str, version_dirs: list[Path]) -> None:
-    """Fill the defaults Triton fills (in place)."""
+    """Fill the defaults Triton fills (in place).
+
+    ``version_dirs``: the folders whose files tell the backend when the configuration
+    names none (Triton looks in the model's first subfolder, see :func:`first_subfolder`)."""
     if not cfg.name:
         cfg.name = model_name
     if not cfg.backend and not cfg.platform:
         filename = cfg.default_model_filename or "model.py"
         if any((d / filename).is_file() for d in version_dirs):
             cfg.backend = "python"
+        elif not cfg.default_model_filename:
+            for name, backend in _BACKEND_FILES.items():
+                if any((d / name).exists() for d in version_dirs):
+                    cfg.backend = backend
+                    break
     if cfg.backend == "python" and not cfg.default_model_filename:
         cfg.default_model_filename = "model.py"
     if not cfg.HasField("version_policy"):
@@ -139,6 +160,16 @@ def normalize(cfg: ModelConfig, model_name: str, version_dirs: list[Path]) -> No
             sb.oldest.preferred_batch_size.append(cfg.max_batch_size)
     if cfg.platform != "ensemble":
         normalize_instance_groups(cfg)
+
+
+def first_subfolder(model_dir: Path) -> list[Path]:
+    """The model folder's first subfolder by name (any name, numeric or not), where
+    Triton looks for the files that tell a model's backend; none when it has none."""
+    try:
+        subs = sorted(e.name for e in os.scandir(model_dir) if e.is_dir())
+    except OSError:
+        return []
+    return [model_dir / subs[0]] if subs else []
 
 
 def normalize_instance_groups(cfg: ModelConfig) -> None:

@@ -21,6 +21,7 @@ from ._config import (
     ModelConfig,
     PollError,
     config_to_json,
+    first_subfolder,
     io_problem,
     normalize,
     normalize_instance_groups,
@@ -68,9 +69,27 @@ class ModelEntry:
     #: the configuration of the last load that succeeded (normalized, before the backend
     #: completes it)
     base_config: ModelConfig | None = None
+    #: the versions a load in progress brings up where none of them serves: listed as
+    #: LOADING meanwhile (a version that serves stays READY while its reload runs)
+    loading: set[int] = field(default_factory=set)
 
     def ready_versions(self) -> list[ModelVersion]:
         return [v for _, v in sorted(self.versions.items()) if v.ready]
+
+    def states(self) -> list[tuple[int, str, str]]:
+        """(version, state, reason) of every version known, as the index lists them."""
+        out = []
+        for v in sorted(self.versions.keys() | self.loading):
+            mv = self.versions.get(v)
+            if mv is not None and (mv.ready or v not in self.loading):
+                out.append((v, mv.state, mv.reason))
+            else:
+                out.append((v, "LOADING", ""))
+        return out
+
+    def settling(self) -> bool:
+        """A version is loading or unloading (the server is not ready meanwhile)."""
+        return any(state in ("LOADING", "UNLOADING") for _, state, _ in self.states())
 
 
 def _dir_signature(path: Path) -> tuple[Any, ...]:
@@ -174,7 +193,8 @@ class Repository:
             return False
         if not self.strict_readiness:
             return True
-        return not any(e.failed for e in self.models.values())
+        # (as Triton: a version loading or unloading makes the server not ready meanwhile)
+        return not any(e.failed or e.settling() for e in self.models.values())
 
     def index(self, ready_only: bool = False) -> list[dict[str, str]]:
         # Triton lists the model directories of the repositories (with their states):
@@ -187,16 +207,17 @@ class Repository:
                 out.append({"name": name, "state": "UNAVAILABLE", "reason": _TWO_FOLDERS})
                 continue
             entry = self.models.get(name)
-            if entry is None or not entry.versions:
+            states = entry.states() if entry is not None else []
+            if entry is None or not states:
                 if not ready_only and (entry is None or not entry.attempted):
                     out.append({"name": name})
                 continue
-            for v, mv in sorted(entry.versions.items()):
-                if ready_only and not mv.ready:
+            for v, state, reason in states:
+                if ready_only and state != "READY":
                     continue
-                item = {"name": name, "version": str(v), "state": mv.state}
-                if mv.reason:
-                    item["reason"] = mv.reason
+                item = {"name": name, "version": str(v), "state": state}
+                if reason:
+                    item["reason"] = reason
                 out.append(item)
         return out
 
@@ -343,7 +364,9 @@ class Repository:
             if cfg.platform == "ensemble":
                 validate_graph(cfg)
             available = _version_numbers(model_dir)
-            normalize(cfg, name, [model_dir / str(v) for v in available])
+            normalize(cfg, name, first_subfolder(model_dir))
+            if not cfg.backend and not cfg.platform:  # (as Triton: a poll failure)
+                raise PollError(f"must specify 'platform' or 'backend' for '{name}'")
             if not self.auto_complete and cfg.platform != "ensemble":
                 problem = io_problem(cfg)  # (else checked on what the model completes)
                 if problem:
@@ -362,11 +385,8 @@ class Repository:
                     f"under the version policy of model '{name}'\n"
                 )
             kept = await self._versions_kept(entry, cfg, versions, (model_dir, signature))
-            for v in versions:
-                if v not in kept:
-                    log.info("loading: %s:%d", name, v)
-            fresh = await asyncio.gather(
-                *(self._load_version(name, v, model_dir, cfg) for v in versions if v not in kept)
+            fresh = await self._load_versions(
+                entry, [v for v in versions if v not in kept], model_dir, cfg
             )
             _log_outcome(name, fresh)
             loaded = sorted([*kept.values(), *fresh], key=lambda mv: mv.version)
@@ -407,6 +427,22 @@ class Repository:
                 raise _load_failed(name, failures, "UNAVAILABLE")
             if cfg.platform != "ensemble":
                 self._recheck_ensembles(name)
+
+    async def _load_versions(
+        self, entry: ModelEntry, versions: list[int], model_dir: Path, cfg: ModelConfig
+    ) -> list[ModelVersion]:
+        """Load ``versions`` afresh, together; they are listed LOADING meanwhile."""
+        for v in versions:
+            log.info("loading: %s:%d", entry.name, v)
+        entry.loading = set(versions)
+        try:
+            return list(
+                await asyncio.gather(
+                    *(self._load_version(entry.name, v, model_dir, cfg) for v in versions)
+                )
+            )
+        finally:
+            entry.loading = set()
 
     async def _versions_kept(
         self,
@@ -669,11 +705,19 @@ class Repository:
         if entry is not None and entry.versions.get(mv.version) is not mv:
             return
 
-    async def unload(self, name: str, unload_dependents: bool = False) -> None:
-        """Start unloading every version of ``name`` (unknown names are fine)."""
+    async def unload(
+        self, name: str, unload_dependents: bool = False, after_load: bool = True
+    ) -> None:
+        """Start unloading every version of ``name`` (unknown names are fine).
+
+        As Triton: a load of the model in progress finishes first (``after_load``), then
+        what it brought up unloads."""
         entry = self.models.get(name)
         if entry is None:
             return
+        if after_load and entry.lock.locked():
+            async with entry.lock:
+                pass
         self._orphans.discard(name)
         self._drop_dependents(name)
         for mv in list(entry.versions.values()):
@@ -696,7 +740,7 @@ class Repository:
         """Unload everything and wait for every finalize."""
         self.live = False
         for name in list(self.models):
-            await self.unload(name)
+            await self.unload(name, after_load=False)
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
