@@ -64,9 +64,10 @@ def _play(
 def test_a_load_under_way_is_listed_loading_and_an_unload_waits_for_it(
     real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
 ) -> None:
-    """While a model's first load runs, the index lists its version LOADING and the server
-    is not ready; an unload sent meanwhile waits for the load, then unloads what it
-    brought up (it is not lost: the model does not end up READY)."""
+    """While a model's first load runs, the index lists its version LOADING, a request
+    for that version finds it not ready, and the server is not ready; an unload sent
+    meanwhile waits for the load, then unloads what it brought up (it is not lost: the
+    model does not end up READY)."""
 
     def script(url: str) -> list[tuple[str, Reply]]:
         _settle(url)
@@ -80,6 +81,10 @@ def test_a_load_under_way_is_listed_loading_and_an_unload_waits_for_it(
         out.append(("metadata", exchange(url, "GET", "/v2/models/slow_init")))
         infer = infer_body(("IN", "INT32", [1], [1]))
         out.append(("infer", exchange(url, "POST", "/v2/models/slow_init/infer", infer)))
+        # the version loading is known, not ready (503), where no version is not found (404)
+        v1 = "/v2/models/slow_init/versions/1"
+        out.append(("version metadata", exchange(url, "GET", v1)))
+        out.append(("version infer", exchange(url, "POST", f"{v1}/infer", infer)))
         out.append(("unload", exchange(url, "POST", "/v2/repository/models/slow_init/unload")))
         out.append(("load", load()))
         _settle(url)
@@ -146,6 +151,7 @@ def test_a_version_added_to_a_serving_model_is_listed_loading(
         out.append(("index", exchange(url, "POST", INDEX)))
         out.append(("health", exchange(url, "GET", "/v2/health/ready")))
         out.append(("metadata", exchange(url, "GET", "/v2/models/slow_two")))
+        out.append(("version 1", exchange(url, "GET", "/v2/models/slow_two/versions/1")))
         infer = infer_body(("IN", "INT32", [1], [1]))
         out.append(("infer", exchange(url, "POST", "/v2/models/slow_two/infer", infer)))
         out.append(("load all", load()))

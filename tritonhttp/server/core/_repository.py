@@ -158,12 +158,12 @@ class Repository:
         if version:
             v = parse_version(version)
             mv = entry.versions.get(v)
-            if mv is None:
+            if mv is None and v not in entry.loading:  # (one loading is known, not ready)
                 raise CoreError(
                     f"Request for unknown model: '{name}' version {v} is not found",
                     Code.NOT_FOUND,
                 )
-            if not mv.ready:
+            if mv is None or not mv.ready:
                 raise CoreError(
                     f"Request for unknown model: '{name}' version {v} is not at ready state",
                     Code.UNAVAILABLE,
