@@ -64,15 +64,18 @@ def header_fields(
     return [(name, v) for name, values in fields.values() for v in values]
 
 
-def encode_request_head(method: str, target: str, fields: list[tuple[str, str]]) -> bytes:
-    """``METHOD target HTTP/1.1`` + header lines + blank line, latin-1 encoded."""
+def encode_request_head(
+    method: str, target: str, fields: list[tuple[str, str]], encoding: str = "latin-1"
+) -> bytes:
+    """``METHOD target HTTP/1.1`` + header lines + blank line, in ``encoding`` (latin-1
+    as geventhttpclient wrote it; the asyncio client writes UTF-8, as aiohttp did)."""
     if _BAD_VALUE.search(target) or " " in target:
         raise _InvalidArgument(f"invalid request target {target!r}")
     lines = "".join(f"{name}: {value}\r\n" for name, value in fields)
     try:
-        return f"{method} {target} HTTP/1.1\r\n{lines}\r\n".encode("latin-1")
+        return f"{method} {target} HTTP/1.1\r\n{lines}\r\n".encode(encoding)
     except UnicodeEncodeError as e:
-        raise _InvalidArgument(f"request header is not latin-1 encodable: {e}") from None
+        raise _InvalidArgument(f"request header is not {encoding} encodable: {e}") from None
 
 
 class Response:

@@ -60,6 +60,7 @@ class RequestContext:
         "_fast",
         "_fixed_tail",
         "base_path",
+        "head_encoding",
         "host",
         "printed_origin",
         "user_agent",
@@ -74,11 +75,14 @@ class RequestContext:
         verbose: bool,
         fields: bool = False,
         printed_origin: str = "",
+        head_encoding: str = "latin-1",
     ) -> None:
         """``fields``: always fill :attr:`Prepared.fields` (for transports that take
         header lines rather than the request head); ``printed_origin``: what verbose
-        output prints before the request target (the asyncio client prints full URLs).
+        output prints before the request target (the asyncio client prints full URLs);
+        ``head_encoding``: how header values are written (the asyncio client: UTF-8).
         """
+        self.head_encoding = head_encoding
         self.printed_origin = printed_origin
         self.base_path = base_path
         self.host = host
@@ -136,7 +140,12 @@ class RequestContext:
             self.user_agent, effective, self.host, size if method == "POST" else None
         )
         return Prepared(
-            method, target, fields, encode_request_head(method, target, fields), call.body, size
+            method,
+            target,
+            fields,
+            encode_request_head(method, target, fields, self.head_encoding),
+            call.body,
+            size,
         )
 
 

@@ -8,16 +8,26 @@ same code the sync client uses, and sends it through the default asyncio transpo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import http
 import ssl as _ssl
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from .. import _tracing
 from .._client_common import USER_AGENT, ClientCommon, print_sent, result_of
 from .._errors import ClientClosedError, InferenceServerException, TransportError
-from .._protocol import Call, Endpoints, Prepared, RequestContext, Response, parse_server_url
+from .._protocol import (
+    Call,
+    Endpoints,
+    Prepared,
+    RequestContext,
+    Response,
+    ServerAddress,
+    parse_server_url,
+)
 from .._routing import ROUND_ROBIN, Retry, ServerSet, check_policy, resolve_retry, server_urls
 from .._routing import retry_after as _retry_after
 from .._routing import unsent as _unsent
@@ -32,6 +42,18 @@ __all__ = ["InferenceServerClient"]
 _T = TypeVar("_T")
 
 ClientTimeout = float | Timeouts | None | _Default
+
+#: printable ASCII: kept as written in a base path (``%XX`` escapes included)
+_PRINTABLE = "".join(map(chr, range(0x21, 0x7F)))
+
+
+def _ascii_path(address: ServerAddress) -> ServerAddress:
+    """``address`` with the non-ASCII characters of its base path percent-encoded as
+    UTF-8, as aiohttp (yarl) sent them."""
+    base = address.base_path
+    if base.isascii():
+        return address
+    return dataclasses.replace(address, base_path=quote(base, safe=_PRINTABLE))
 
 
 class _VerboseResponse:
@@ -118,7 +140,7 @@ class InferenceServerClient(ClientCommon):
         propagate_trace_context: bool = True,
     ) -> None:
         super().__init__()
-        addresses = [parse_server_url(u, ssl) for u in server_urls(url)]
+        addresses = [_ascii_path(parse_server_url(u, ssl)) for u in server_urls(url)]
         address = addresses[0]
         self._address = address
         self._addresses = addresses
@@ -161,6 +183,7 @@ class InferenceServerClient(ClientCommon):
                 verbose,
                 fields=http_client is not None,
                 printed_origin=origin,
+                head_encoding="utf-8",  # as aiohttp wrote header values
             )
             for a, origin in zip(addresses, self._origins, strict=True)
         ]

@@ -103,7 +103,7 @@ class HttpxTransport:
             prepared.method,
             self._origin + prepared.target,
             content=content,
-            headers=fields,
+            headers=[(n.encode(), v.encode()) for n, v in fields],  # values: UTF-8
             timeout=timeout,
         )
         if not any(name.lower() == "accept-encoding" for name, _ in fields):
