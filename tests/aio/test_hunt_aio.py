@@ -12,6 +12,7 @@ import pytest
 import tritonclient.http.aio as ref_aio
 from client._scripted import ScriptedServer, answer_ok, serving
 
+import tritonhttp
 import tritonhttp.aio as aio
 
 
@@ -107,3 +108,93 @@ def test_query_strings_are_written_as_the_sync_clients_write_them(
         ref = _sent(server, ref_aio, server.url, rb"GET ", query_params=query)
     assert ours == ({"name": "ok"}, [ours_line])
     assert ref == ({"name": "ok"}, [ref_line])
+
+
+# -- credentials in the URL ------------------------------------------------------------------
+
+
+async def _calls_with(module: Any, url: str, headers: Any) -> Any:
+    client = module.InferenceServerClient(url)
+    try:
+        live = await client.is_server_live(headers=headers)
+        config = await client.get_model_config("m", headers=headers)
+        await client.unload_model("m", headers=headers)
+        return live, config
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize(
+    ("credentials", "expected"),
+    [("user:pw", b"dXNlcjpwdw=="), ("u", b"dTo="), ("a%40b:p%3Aw", b"YUBiOnA6dw==")],
+)
+@pytest.mark.parametrize("headers", [None, {"X-A": "1"}])
+def test_credentials_in_the_url_are_sent_as_basic_auth(
+    credentials: str, expected: bytes, headers: Any
+) -> None:
+    """aiohttp turns ``user:password@`` in the URL into ``Authorization: Basic ...`` on
+    every request (percent-decoded); ours dropped the credentials silently."""
+    with serving(answer_ok) as server:
+        url = f"{credentials}@{server.url}"
+        results = []
+        for module in (aio, ref_aio):
+            results.append(asyncio.run(_calls_with(module, url, headers)))
+            results.append([_lines(r, rb"(?i)authorization:") for r in server.take()])
+    assert results[0] == results[2]
+    assert results[1] == results[3] == [[b"Authorization: Basic " + expected]] * 3
+
+
+def test_an_authorization_header_wins_over_url_credentials() -> None:
+    """Deliberate: aiohttp raised ``ValueError`` when a call (or a plugin such as
+    ``BasicAuth``) also set ``Authorization``; ours sends the call's header."""
+    with serving(answer_ok) as server:
+        url = f"user:pw@{server.url}"
+        ours = _sent(server, aio, url, rb"(?i)authorization:", headers={"authorization": "T"})
+        with pytest.raises(ValueError, match="Cannot combine AUTHORIZATION header"):
+            asyncio.run(_metadata(ref_aio, url, headers={"authorization": "T"}))
+    assert ours == ({"name": "ok"}, [b"authorization: T"])
+
+
+@pytest.mark.parametrize("authority", ["user:pw@127.0.0.1", "LOCALHOST", "[::FFFF:127.0.0.1]"])
+def test_verbose_prints_the_request_url_as_written(
+    authority: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tritonclient prints ``GET <scheme>://<url as given>/v2...``; ours printed the
+    host lower-cased and without the credentials (the response line, aiohttp's
+    normalised URL, is the same)."""
+    with serving(answer_ok) as server:
+        url = f"{authority}:{server.port}/base"
+        printed = []
+        for module in (aio, ref_aio):
+            asyncio.run(_verbose_call(module, url))
+            printed.append(capsys.readouterr().out.splitlines()[0])
+            server.take()
+    assert printed[0] == printed[1] == f"GET http://{url}/v2?a=b, headers {{}}"
+
+
+async def _verbose_call(module: Any, url: str) -> Any:
+    client = module.InferenceServerClient(url, verbose=True)
+    try:
+        return await client.get_server_metadata(query_params={"a": "b"})
+    finally:
+        await client.close()
+
+
+# -- a query right after the host -------------------------------------------------------------
+
+
+def test_a_query_right_after_the_host_follows_a_slash() -> None:
+    """Both tritonclient clients sent ``GET /?q=1/v2`` for the URL ``host:port?q=1``;
+    ours (sync and asyncio) sent ``GET ?q=1/v2``, not a valid request target."""
+    with serving(answer_ok) as server:
+        url = f"{server.url}?q=1"
+        ours = _sent(server, aio, url, rb"GET ")
+        ref = _sent(server, ref_aio, url, rb"GET ")
+        sync = tritonhttp.InferenceServerClient(url)
+        try:
+            sync.get_server_metadata()
+        finally:
+            sync.close()
+        (request,) = server.take()
+    assert ours == ref == ({"name": "ok"}, [b"GET /?q=1/v2 HTTP/1.1"])
+    assert _lines(request, rb"GET ") == [b"GET /?q=1/v2 HTTP/1.1"]

@@ -59,6 +59,7 @@ class RequestContext:
     __slots__ = (
         "_fast",
         "_fixed_tail",
+        "authorization",
         "base_path",
         "head_encoding",
         "host",
@@ -76,20 +77,28 @@ class RequestContext:
         fields: bool = False,
         printed_origin: str = "",
         head_encoding: str = "latin-1",
+        authorization: str | None = None,
     ) -> None:
         """``fields``: always fill :attr:`Prepared.fields` (for transports that take
         header lines rather than the request head); ``printed_origin``: what verbose
         output prints before the request target (the asyncio client prints full URLs);
-        ``head_encoding``: how header values are written (the asyncio client: UTF-8).
+        ``head_encoding``: how header values are written (the asyncio client: UTF-8);
+        ``authorization``: an ``Authorization`` value sent unless the request has one
+        (the asyncio client: credentials in its URL, as aiohttp sent them).
         """
+        self.authorization = authorization
         self.head_encoding = head_encoding
         self.printed_origin = printed_origin
-        self.base_path = base_path
+        # a query right after the host ("host:port?q=1") follows "/" on the request
+        # line, as both tritonclient clients sent it
+        self.base_path = "/" + base_path if base_path.startswith("?") else base_path
         self.host = host
         self.user_agent = user_agent
         self.verbose = verbose
         self._fast = not verbose and not fields
         self._fixed_tail = f"Host: {host}\r\n"
+        if authorization is not None:
+            self._fixed_tail = f"Authorization: {authorization}\r\n{self._fixed_tail}"
 
     def prepare(
         self,
@@ -136,6 +145,10 @@ class RequestContext:
             else:
                 body = b"".join(call.body) if call.kind == RESULT else call.printable
                 print(f"POST {shown}, headers {effective}\n{body}")
+        if self.authorization is not None and not any(
+            isinstance(k, str) and k.lower() == "authorization" for k in effective
+        ):
+            effective = {**effective, "Authorization": self.authorization}
         fields = header_fields(
             self.user_agent, effective, self.host, size if method == "POST" else None
         )

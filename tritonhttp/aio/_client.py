@@ -8,13 +8,15 @@ same code the sync client uses, and sends it through the default asyncio transpo
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import http
+import re
 import ssl as _ssl
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 from .. import _tracing
 from .._client_common import USER_AGENT, ClientCommon, print_sent, result_of
@@ -54,6 +56,26 @@ def _ascii_path(address: ServerAddress) -> ServerAddress:
     if base.isascii():
         return address
     return dataclasses.replace(address, base_path=quote(base, safe=_PRINTABLE))
+
+
+def _authority(url: str) -> str:
+    """``[user@]host[:port]`` of ``url`` as written."""
+    return re.split("[/?#]", url, maxsplit=1)[0]
+
+
+def _url_authorization(url: str) -> str | None:
+    """The ``Authorization`` value for credentials in ``url`` (``user:password@host``):
+    Basic, as aiohttp sent it (percent-decoded, latin-1); None without credentials."""
+    if "@" not in url:
+        return None
+    parts = urlsplit(f"http://{url}")
+    if parts.username is None:
+        return None
+    credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+    try:
+        return "Basic " + base64.b64encode(credentials.encode("latin-1")).decode("ascii")
+    except UnicodeEncodeError as e:
+        raise InferenceServerException(msg=f"invalid url credentials: {e}") from None
 
 
 class _VerboseResponse:
@@ -140,7 +162,8 @@ class InferenceServerClient(ClientCommon):
         propagate_trace_context: bool = True,
     ) -> None:
         super().__init__()
-        addresses = [_ascii_path(parse_server_url(u, ssl)) for u in server_urls(url)]
+        urls = server_urls(url)
+        addresses = [_ascii_path(parse_server_url(u, ssl)) for u in urls]
         address = addresses[0]
         self._address = address
         self._addresses = addresses
@@ -182,10 +205,12 @@ class InferenceServerClient(ClientCommon):
                 USER_AGENT,
                 verbose,
                 fields=http_client is not None,
-                printed_origin=origin,
+                # the request line is printed with the host as written, as tritonclient
+                printed_origin=f"{a.scheme}://{_authority(u)}",
                 head_encoding="utf-8",  # as aiohttp wrote header values
+                authorization=_url_authorization(u),
             )
-            for a, origin in zip(addresses, self._origins, strict=True)
+            for u, a in zip(urls, addresses, strict=True)
         ]
         self._context = self._contexts[0]
         self._servers = ServerSet(len(addresses), load_balancing, *backoff)
