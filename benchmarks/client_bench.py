@@ -44,6 +44,10 @@ better).
 
 ``--window-vs-aio N`` runs only the window against ``tritonhttp.aio`` x16, N runs.
 
+``--bound N`` measures, over N alternating runs, the sequential CPU of both clients and
+of a bare pure-Python loop (one socket, the response head split by hand, the same
+``InferInput`` and ``as_numpy`` calls): how far a pure-Python client can go.
+
 ``--async-paths N`` compares, over N alternating runs, ``async_infer`` x16 as it is
 (small requests written from the caller's thread on idle connections) with the same
 client sending every request from its thread pool.
@@ -55,6 +59,7 @@ import argparse
 import asyncio
 import collections
 import gc
+import socket
 import statistics
 import time
 from collections.abc import Callable
@@ -182,9 +187,10 @@ def floor(url: str, model: str, m_inputs: list[Any], n: int) -> tuple[float, flo
 # -- CPU distributions (--runs) ------------------------------------------------------
 
 
-def sequential_cpu(m: Any, url: str, n: int) -> float:
-    """Client CPU us/request of ``n`` sequential add_sub requests (after a warm-up)."""
-    with m.InferenceServerClient(url) as client:
+def sequential_cpu(m: Any, url: str, n: int, client_type: Any = None) -> float:
+    """Client CPU us/request of ``n`` sequential add_sub requests (after a warm-up);
+    ``client_type`` replaces ``m.InferenceServerClient``."""
+    with (client_type or m.InferenceServerClient)(url) as client:
         for _ in range(100):
             add_sub_once(m, client)
         gc.collect()
@@ -351,6 +357,72 @@ def window_runs(url: str, runs: int) -> None:
     )
 
 
+class _Bare:
+    """The least a pure-Python client can do for one add_sub request: the caller's
+    ``InferInput`` objects and ``as_numpy`` as with the clients, but one socket, no
+    pool, lock, retry or header check, and the response head split by hand (it assumes
+    a 200 answer arriving in one read). A bound for the clients' CPU, not a client."""
+
+    def __init__(self, url: str) -> None:
+        from tritonhttp._protocol import ParsedInferResponse, dumps, loads
+
+        self._parsed, self._dumps, self._loads = ParsedInferResponse, dumps, loads
+        host, port = url.rsplit(":", 1)
+        self._url = url
+        self._sock = socket.create_connection((host, int(port)))
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._scratch = bytearray(1 << 16)
+
+    def infer(self, model: str, inputs: list[Any]) -> tritonhttp.InferResult:
+        tensors = [i._get_tensor() for i in inputs]
+        header = self._dumps({"inputs": tensors, "parameters": {"binary_data_output": True}})
+        parts: list[Any] = [b"", header.encode()]
+        size = len(header)
+        for i in inputs:
+            parts.append(i._get_binary_data())
+            size += parts[-1].nbytes
+        parts[0] = (
+            f"POST /v2/models/{model}/infer HTTP/1.1\r\nUser-Agent: bare\r\n"
+            f"Inference-Header-Content-Length: {len(header)}\r\nHost: {self._url}\r\n"
+            f"Content-Length: {size}\r\n\r\n"
+        ).encode()
+        self._sock.sendmsg(parts)
+        data = bytes(memoryview(self._scratch)[: self._sock.recv_into(self._scratch)])
+        end = data.find(b"\r\n\r\n")
+        fields = {}
+        for field in data[:end].split(b"\r\n")[1:]:
+            name, _, value = field.partition(b":")
+            fields[name.lower()] = value.strip()
+        body = memoryview(data)[end + 4 : end + 4 + int(fields[b"content-length"])]
+        length = int(fields[b"inference-header-content-length"])
+        result = self._loads(bytes(body[:length]))
+        offsets, position = {}, 0
+        for output in result["outputs"]:
+            offsets[output["name"]] = position
+            position += output["parameters"]["binary_data_size"]
+        return tritonhttp.InferResult._from_parsed(self._parsed(result, body[length:], offsets))
+
+    def __enter__(self) -> _Bare:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._sock.close()
+
+
+def bound_runs(url: str, runs: int) -> None:
+    """``runs`` alternating runs of 2,000 sequential add_sub requests: tritonclient.http,
+    tritonhttp and :class:`_Bare`; client CPU per request and the ratios to tritonclient's."""
+    cpu: dict[str, list[float]] = {"tritonclient": [], "tritonhttp": [], "bare": []}
+    for run in range(1, runs + 1):
+        cpu["tritonclient"].append(sequential_cpu(ref_http, url, 2000))
+        cpu["tritonhttp"].append(sequential_cpu(tritonhttp, url, 2000))
+        cpu["bare"].append(sequential_cpu(tritonhttp, url, 2000, _Bare))
+        print(f"run {run}: " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in cpu.items()), flush=True)
+    for name in ("tritonhttp", "bare"):
+        ratios = [r / o for r, o in zip(cpu["tritonclient"], cpu[name], strict=True)]
+        print(f"CPU us/request {name} {spread(cpu[name])}; tritonclient / {name} {spread(ratios)}")
+
+
 def spread(values: list[float]) -> str:
     return (
         f"min {min(values):,.2f} / median {statistics.median(values):,.2f} / max {max(values):,.2f}"
@@ -426,8 +498,18 @@ def main() -> None:
         default=0,
         help="async_infer x16 as a window vs tritonhttp.aio x16, this many runs",
     )
+    ap.add_argument(
+        "--bound",
+        type=int,
+        default=0,
+        help="sequential CPU of both clients and of a bare pure-Python loop, this many runs",
+    )
     args = ap.parse_args()
     print(machine())
+    if args.bound:
+        with real_triton(args.url) as url:
+            bound_runs(url, args.bound)
+        return
     if args.window_vs_aio:
         with real_triton(args.url) as url:
             window_runs(url, args.window_vs_aio)
