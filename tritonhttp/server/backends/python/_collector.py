@@ -10,7 +10,9 @@ are Triton's:
 * a decoupled request's responses go on its ``ResponseStream`` as they come; without a
   stream (a warm-up request) the first error is kept, as Triton reports a failed
   warm-up with its first error;
-* a request whose execution failed is counted as a failure (``InferResponse.failed``).
+* a request whose execution failed is counted as a failure (``InferResponse.failed``);
+  when a decoupled model's ``execute`` fails as a whole (it raised, say), every request of
+  the batch counts as failed, those that had their FINAL response already included.
 
 :class:`SharedCheck` is the readiness rule both modes share: concurrent ``is_ready``
 checks of one instance share one call of the model's ``is_ready()``.
@@ -69,12 +71,13 @@ class Collector:
             waiter.set_result(response)
 
 
-def _ready(c: Collector, rescheduled: bool) -> InferResponse | None:
-    """The core's response to ``c``'s request if it is there (None: still on its way)."""
-    if rescheduled:
+def _ready(c: Collector, rescheduled: list[bool] | None, i: int) -> InferResponse | None:
+    """The core's response to ``c``'s request, the ``i``-th of its batch, if it is there
+    (None: still on its way)."""
+    if rescheduled is not None and rescheduled[i]:
         return InferResponse(rescheduled=True)
     if c.decoupled:
-        return c.result or InferResponse(failed=c.failed)
+        return c.result or InferResponse(failed=c.failed or rescheduled is None)
     return c.result
 
 
@@ -85,7 +88,7 @@ def collected(
     coroutine to run); None when one is still on its way."""
     out: list[InferResponse] = []
     for i, c in enumerate(collectors):
-        r = _ready(c, rescheduled is not None and rescheduled[i])
+        r = _ready(c, rescheduled, i)
         if r is None:
             return None
         out.append(r)
@@ -96,10 +99,11 @@ async def collect(
     collectors: Sequence[Collector], rescheduled: list[bool] | None
 ) -> list[InferResponse]:
     """The core's response to each request of a batch whose ``execute`` returned
-    (``rescheduled``: the RESCHEDULE flag per request, None: none was)."""
+    (``rescheduled``: the RESCHEDULE flag per request; None: the execute failed as a
+    whole, nothing was rescheduled)."""
     out: list[InferResponse] = []
     for i, c in enumerate(collectors):
-        r = _ready(c, rescheduled is not None and rescheduled[i])
+        r = _ready(c, rescheduled, i)
         out.append(r if r is not None else await _final(c))
     return out
 

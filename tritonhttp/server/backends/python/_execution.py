@@ -224,10 +224,13 @@ class ModelHost:
 
     # ------------------------------------------------------------------ execute
 
-    def execute(self, requests: list[InferenceRequest]) -> list[bool]:
+    def execute(self, requests: list[InferenceRequest]) -> list[bool] | None:
         """Run one batch; every request is answered (or will be) through its link.
 
-        Returns, per request, whether it was released with RESCHEDULE.
+        Returns, per request, whether it was released with RESCHEDULE; None when the
+        batch failed as a whole (``execute`` raised, or broke the return rules): Triton
+        then counts every request of it as failed, those a decoupled model answered
+        already included.
         """
         previous = self._enter()
         try:
@@ -235,15 +238,14 @@ class ModelHost:
         finally:
             self._leave(previous)
 
-    def _execute(self, requests: list[InferenceRequest]) -> list[bool]:
-        n = len(requests)
+    def _execute(self, requests: list[InferenceRequest]) -> list[bool] | None:
         execute = getattr(self._model, "execute", None)
         if not callable(execute):
             self._fail_all(
                 requests,
                 f"Python model {self.model_file} does not implement `execute` method.",
             )
-            return [False] * n
+            return None
         try:
             result = execute(requests)
             if inspect.iscoroutine(result):
@@ -254,7 +256,7 @@ class ModelHost:
                     result = self._run_coroutine(result)
         except MODEL_ERRORS as e:
             self._fail_all(requests, format_exception(e))
-            return [False] * n
+            return None
         if self.decoupled:
             return self._decoupled_return(requests, result)
         return self._default_return(requests, result)
@@ -281,17 +283,17 @@ class ModelHost:
         for r in requests:
             _fail(r, text)
 
-    def _decoupled_return(self, requests: list[InferenceRequest], result: Any) -> list[bool]:
+    def _decoupled_return(self, requests: list[InferenceRequest], result: Any) -> list[bool] | None:
         if result is not None:
             self._fail_all(
                 requests,
                 f"Python model '{self.instance_name}' is using the decoupled mode and the "
                 "execute function must return None.",
             )
-            return [False] * len(requests)
+            return None
         return [r._release_flags == _RESCHEDULE for r in requests]
 
-    def _default_return(self, requests: list[InferenceRequest], result: Any) -> list[bool]:
+    def _default_return(self, requests: list[InferenceRequest], result: Any) -> list[bool] | None:
         n = len(requests)
         if result is None:
             # Triton leaves unanswered clients waiting forever; here they get an error.
@@ -308,7 +310,7 @@ class ModelHost:
             self._fail_all(
                 requests, f"Expected a list in the execute return, found type '{type(result)}'."
             )
-            return [False] * n
+            return None
         if len(result) != n:
             self._fail_all(
                 requests,
@@ -316,7 +318,7 @@ class ModelHost:
                 f"InferenceRequest objects. InferenceRequest(s) size is:{n}, and "
                 f"InferenceResponse(s) size is:{len(result)}\n",
             )
-            return [False] * n
+            return None
         problem = None
         for request, item in zip(requests, result, strict=True):
             sender = request._sender
@@ -348,7 +350,7 @@ class ModelHost:
                 break
         if problem is not None:
             self._fail_all(requests, problem)
-            return [False] * n
+            return None
         flags = []
         for request, item in zip(requests, result, strict=True):
             rescheduled = request._release_flags == _RESCHEDULE

@@ -126,7 +126,7 @@ class InProcessInstance:
             for link in links:
                 link.fail(self.host.fail_text(f"{type(e).__name__}: {e}"))
             if isinstance(e, Exception):
-                flags = [False] * len(requests)
+                flags = None  # (the batch failed as a whole)
             else:
                 raise
         if self.host.uses_async:

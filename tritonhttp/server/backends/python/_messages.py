@@ -299,7 +299,8 @@ class Final(NamedTuple):
 class Done(NamedTuple):
     """A batch's ``execute`` returned; ``finals``: the responses given by then;
     ``rescheduled``: per request, whether it was released with RESCHEDULE (None: the
-    batch failed as a whole)."""
+    batch failed as a whole, e.g. ``execute`` raised: every request of it counts as
+    failed, a decoupled one that sent FINAL before included)."""
 
     batch_id: int
     finals: list[Final]

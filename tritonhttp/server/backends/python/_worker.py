@@ -537,7 +537,7 @@ class Worker:
         parsed = self._parse(m)
         if parsed is None:
             declined = msg.Final(m.token, msg.DeclinedDesc(), False)
-            self.channel.send(msg.Done(m.batch_id, [declined], None))
+            self.channel.send(msg.Done(m.batch_id, [declined], [False]))
             return
         request, size = parsed
         self._run(m.batch_id, [request], {m.token: size} if size != 1 else None)
@@ -564,7 +564,7 @@ class Worker:
             else:
                 requests.append(request)
         if not requests:
-            self.channel.send(msg.Done(batch_id, declined, None))
+            self.channel.send(msg.Done(batch_id, declined, [False] * len(declined)))
             return
         self._run(batch_id, requests, None, declined, taken)
 
