@@ -19,6 +19,7 @@ import contextlib
 import mmap
 import operator
 import os
+import struct
 import warnings
 from collections.abc import Sequence
 from typing import Any, SupportsIndex
@@ -91,6 +92,16 @@ class SharedMemoryRegion:
         )
 
 
+class _ReadTypeError(SharedMemoryException, TypeError):
+    """A read refused where tritonclient's numpy or slicing raised ``TypeError``: also
+    a ``TypeError``, so ``except TypeError`` clauses written for tritonclient still
+    catch it."""
+
+
+class _ReadStructError(SharedMemoryException, struct.error):
+    """A truncated BYTES read: also the ``struct.error`` tritonclient raised."""
+
+
 def _live_mapping(shm_handle: object) -> mmap.mmap:
     if not isinstance(shm_handle, SharedMemoryRegion):
         raise SharedMemoryException(
@@ -111,16 +122,44 @@ def _live_mapping(shm_handle: object) -> mmap.mmap:
     return mapping
 
 
-def _as_offset(value: object, what: str = "offset") -> int:
+def _as_offset(
+    value: object, what: str = "offset", error: type[SharedMemoryException] = SharedMemoryException
+) -> int:
     try:
         number = operator.index(value)  # type: ignore[arg-type]
     except TypeError:
-        raise SharedMemoryException(
-            f"{what} must be an integer, not {type(value).__name__}"
-        ) from None
+        raise error(f"{what} must be an integer, not {type(value).__name__}") from None
     if number < 0:
         raise SharedMemoryException(f"{what} must not be negative, got {number}")
     return number
+
+
+_CREATE_FAILED = "unable to create the shared memory region"
+_SET_FAILED = "unable to set the shared memory region"
+
+
+def _requested_size(byte_size: object) -> int | float:
+    """``byte_size`` as a number. Attaching only compares it with the object's size (any
+    int or float, as tritonclient); :func:`_check_size_to_create` checks it for a create."""
+    if isinstance(byte_size, float):
+        return byte_size
+    try:
+        return operator.index(byte_size)  # type: ignore[arg-type]
+    except TypeError:
+        raise SharedMemoryException(
+            f"{_CREATE_FAILED}: byte_size must be an integer, not {type(byte_size).__name__}"
+        ) from None
+
+
+def _check_size_to_create(byte_size: object, size: int | float) -> None:
+    if isinstance(size, float):
+        raise SharedMemoryException(
+            f"{_CREATE_FAILED}: byte_size must be an integer, not {type(byte_size).__name__}"
+        )
+    if size < 0:
+        raise SharedMemoryException(f"{_CREATE_FAILED}: byte_size must not be negative, got {size}")
+    if size == 0:
+        raise SharedMemoryException(f"{_CREATE_FAILED}: byte_size must be positive")
 
 
 def create_shared_memory_region(
@@ -137,7 +176,7 @@ def create_shared_memory_region(
     created (``create_only`` and it exists, ``byte_size`` 0, no space, ...).
     """
     path = _posix.normalized_path(shm_key)
-    size_wanted = _as_offset(byte_size, "byte_size")
+    size_wanted = _requested_size(byte_size)
     handle = SharedMemoryRegion(triton_shm_name, shm_key)
     with _registry.lock:
         fd = -1
@@ -156,12 +195,9 @@ def create_shared_memory_region(
                         f"unable to open the shared memory region with key '{shm_key}': "
                         f"{e.strerror}"
                     ) from e
-            if size_wanted == 0:
-                raise SharedMemoryException(
-                    "unable to create the shared memory region: byte_size must be positive"
-                )
+            _check_size_to_create(byte_size, size_wanted)
             try:
-                fd, identity = _posix.create_object(path, size_wanted)
+                fd, identity = _posix.create_object(path, int(size_wanted))
             except FileExistsError as e:
                 if create_only:
                     raise SharedMemoryException(
@@ -173,7 +209,7 @@ def create_shared_memory_region(
                 raise SharedMemoryException(
                     f"unable to create the shared memory region with key '{shm_key}': {e.strerror}"
                 ) from e
-            created, actual = True, size_wanted
+            created, actual = True, int(size_wanted)
             break
         else:
             raise SharedMemoryException(
@@ -191,9 +227,8 @@ def create_shared_memory_region(
         except OSError as e:
             if created:
                 _posix.unlink_if_same(path, identity)
-            raise SharedMemoryException(
-                f"unable to map the shared memory region with key '{shm_key}': {e}"
-            ) from e
+            failed = _CREATE_FAILED if created else "unable to map the shared memory region"
+            raise SharedMemoryException(f"{failed} with key '{shm_key}': {e}") from e
         state = _registry.registry.get(path)
         if state is None:
             state = _registry.registry[path] = _registry.KeyState(key=shm_key)
@@ -241,8 +276,11 @@ def set_shared_memory_region(
     for input_value in input_values:
         if not isinstance(input_value, np.ndarray):
             raise SharedMemoryException("each element of input_values must be a numpy array")
-    mapping = _live_mapping(shm_handle)
-    start = _as_offset(offset)
+    try:
+        mapping = _live_mapping(shm_handle)
+        start = _as_offset(offset)
+    except SharedMemoryException as e:  # tritonclient's text first, then what is wrong
+        raise SharedMemoryException(f"{_SET_FAILED}: {e}") from None
     plan: list[tuple[int, np.ndarray[Any, Any] | bytes | bytearray | memoryview]] = []
     position = start
     for value in input_values:
@@ -290,7 +328,7 @@ def _resolve_dtype(datatype: object) -> np.dtype[Any]:
     try:
         return np.dtype(datatype)  # type: ignore[call-overload,no-any-return]
     except TypeError:
-        raise SharedMemoryException(
+        raise _ReadTypeError(
             f"datatype must be a numpy dtype (or a Triton datatype name), not {datatype!r}"
         ) from None
 
@@ -302,8 +340,8 @@ def _resolve_shape(shape: object) -> tuple[int, ...]:
     elif isinstance(shape, (list, tuple, np.ndarray)):
         dims = list(shape)
     else:
-        raise SharedMemoryException(f"shape must be a list of integers, not {shape!r}")
-    return tuple(_as_offset(d, "each dimension of shape") for d in dims)
+        raise _ReadTypeError(f"shape must be a list of integers, not {shape!r}")
+    return tuple(_as_offset(d, "each dimension of shape", _ReadTypeError) for d in dims)
 
 
 def get_contents_as_numpy(
@@ -324,14 +362,14 @@ def get_contents_as_numpy(
     mapping = _live_mapping(shm_handle)
     dtype = _resolve_dtype(datatype)
     dims = _resolve_shape(shape)
-    start = _as_offset(offset)
+    start = _as_offset(offset, error=_ReadTypeError)
     count = 1
     for d in dims:
         count *= d
     size = len(mapping)
     name = shm_handle._triton_shm_name
     if start > size:
-        raise SharedMemoryException(
+        raise _ReadTypeError(
             f"offset {start} is past the end of shared memory region '{name}' ({size} bytes)"
         )
     bytes_type = dtype == np.object_ or (dtype.kind == "S" and dtype.itemsize == 0)
@@ -342,7 +380,7 @@ def get_contents_as_numpy(
                 with memoryview(mapping) as whole, whole[start:end] as framed:
                     items = unpack_items(framed, count)
             except BytesFramingError as e:
-                raise SharedMemoryException(
+                raise _ReadStructError(
                     f"unable to read {count} BYTES elements at offset {start} of shared "
                     f"memory region '{name}' ({size} bytes): {e}"
                 ) from None
@@ -351,11 +389,13 @@ def get_contents_as_numpy(
             raise SharedMemoryException(f"cannot read elements of dtype {dtype} from memory")
         needed = count * dtype.itemsize
         if start + needed > size:
-            raise SharedMemoryException(
+            raise _ReadTypeError(
                 f"shared memory region '{name}' ({size} bytes) is too small for "
                 f"{count} elements of {dtype} ({needed} bytes) at offset {start}"
             )
         return np.frombuffer(mapping, dtype, count, start).reshape(dims)
+    except SharedMemoryException:
+        raise
     except (ValueError, TypeError) as e:  # the mapping was closed under us by a destroy
         raise SharedMemoryException(f"unable to read shared memory region '{name}': {e}") from e
 
