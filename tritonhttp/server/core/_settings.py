@@ -36,8 +36,8 @@ class TraceSettings:
 
     ``extra`` holds the settings of the trace mode in force other than the file and
     the log frequency (the OpenTelemetry exporter's ``url``, ``resource``, ``bsp_*``...),
-    shown after ``trace_mode``. ``on_change(model)`` (None: the global settings) is
-    called after each successful update.
+    shown after ``trace_mode``. ``on_change(names)`` is called after each update
+    with the settings it changed (a model's name; None: the global settings).
     """
 
     level: list[str] = field(default_factory=lambda: ["OFF"])
@@ -47,11 +47,13 @@ class TraceSettings:
     file: str = ""
     mode: str = "triton"
     model: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: per model with settings of its own: the global values it took last
+    fallback: dict[str, dict[str, Any]] = field(default_factory=dict)
     startup: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)
     #: every ``resource=KEY=VALUE`` given for OpenTelemetry, in order
     resources: list[str] = field(default_factory=list)
-    on_change: Callable[[str | None], None] | None = None
+    on_change: Callable[[list[str | None]], None] | None = None
 
     def __post_init__(self) -> None:
         self.startup = self._global()
@@ -100,6 +102,7 @@ class TraceSettings:
         """The settings in force for ``model`` (None: the global ones), as numbers."""
         values = self._global()
         if model is not None:
+            values.update(self.fallback.get(model, {}))
             values.update(self.model.get(model, {}))
         return values
 
@@ -113,9 +116,7 @@ class TraceSettings:
         }
 
     def view(self, model: str | None = None) -> dict[str, Any]:
-        values = self._global()
-        if model is not None:
-            values.update(self.model.get(model, {}))
+        values = self.values(model)
         out: dict[str, Any] = {
             "trace_level": values["trace_level"],
             "trace_rate": str(values["trace_rate"]),
@@ -129,100 +130,151 @@ class TraceSettings:
         return out
 
     def update(self, body: Any, model: str | None = None) -> None:
-        if not isinstance(body, dict):
-            body = {}  # Triton looks up each key and finds none in a non-object
-        if "trace_file" in body:
-            raise CoreError(
-                "trace file location can not be updated through network protocol",
-                Code.UNSUPPORTED,
-            )
-        new: dict[str, Any] = {}
-        cleared: list[str] = []
-        if "trace_level" in body:
-            value = body["trace_level"]
-            if value is None:
-                cleared.append("trace_level")
-            else:
-                if not isinstance(value, list):
-                    raise CoreError(_JSON_NOT_ARRAY, Code.INTERNAL)
-                levels: list[str] = []
-                for item in value:
-                    if not isinstance(item, str):
-                        raise CoreError(_JSON_NOT_STR, Code.INTERNAL)
-                    if item == "OFF":
-                        if len(value) != 1:
-                            raise CoreError("Expect only one trace level 'OFF' is specified")
-                        levels = ["OFF"]
-                    elif item in ("TIMESTAMPS", "TENSORS") and item not in levels:
-                        levels.append(item)
-                if levels:
-                    order = {"TIMESTAMPS": 0, "TENSORS": 1, "OFF": 2}
-                    new["trace_level"] = sorted(levels, key=order.__getitem__)
-        for key, _low in (("trace_rate", 0), ("trace_count", -1), ("log_frequency", 0)):
-            if key not in body:
-                continue
-            value = body[key]
-            if value is None:
-                cleared.append(key)
-                continue
-            if not isinstance(value, str):
-                raise CoreError(_JSON_NOT_STR, Code.INTERNAL)
-            value = value.partition("\0")[0]  # (read as a C string)
-            # Triton reads the text with strtol-like functions: leading white space, a
-            # sign, digits; what follows the digits is ignored ("5x" is 5, "1e3" is 1)
-            m = _LEADING_INT.match(value)
-            if m is None:
-                raise CoreError(f"Unable to parse '{key}', got: {value}")
-            number = int(m.group(1))
-            if key == "trace_count":
-                if number < -1:
-                    raise CoreError(
-                        f"Unable to parse 'trace_count'. Expecting value >= -1, got:{value}"
-                    )
-                if number > 2**31 - 1:
-                    raise CoreError(
-                        f"Unable to parse '{key}', value is out of range [ -1, "
-                        f"2147483647 ], got: {value}"
-                    )
-            elif -(2**31) <= number < 2**31:
-                # Triton reads a 32-bit signed value and keeps it unsigned (-1 is 4294967295)
-                number %= 2**32
-            else:  # (its message names the unsigned range it does not take)
-                raise CoreError(
-                    f"Unable to parse '{key}', value is out of range [ 0, 4294967295 "
-                    f"], got: {value}"
-                )
-            new[key] = number
-        if "trace_level" in new:
-            level_after = new["trace_level"]
-        elif "trace_level" in cleared:
-            level_after = self.startup["trace_level"] if model is None else list(self.level)
-        else:
-            level_after = self.view(model)["trace_level"]
-        if level_after != ["OFF"] and not self.file and self.mode == "triton":
-            raise CoreError("Attempting to set invalid trace setting :trace file name is not given")
-        if model is None:
-            for key in cleared:
-                setattr(self, _ATTR[key], self.startup[key])
-            for key, value in new.items():
-                setattr(self, _ATTR[key], value)
-        else:
-            overrides = self.model.setdefault(model, {})
-            for key in cleared:
-                overrides.pop(key, None)
+        """Apply an update of the trace extension (``model`` None: the global settings).
+
+        As Triton 2.51: a setting that traces (level not OFF) must have a non-zero rate,
+        a file in the triton mode and a count other than 0. A global update that stands
+        on its own is kept; then each model with settings of its own (in name order) takes
+        the new global values for the rest, up to the first that would be invalid: the
+        update is answered with that error, and that model and those after it keep the
+        global values they had (their GET shows those)."""
+        new, cleared = _parse_update(body)
+        if model is not None:
+            candidate = self._global()
+            overrides = {k: v for k, v in self.model.get(model, {}).items() if k not in cleared}
             overrides.update(new)
+            candidate.update(overrides)
+            self._check(candidate)
+            if overrides:
+                self.model[model] = overrides
+                self.fallback[model] = self._global()
+            else:
+                self.model.pop(model, None)
+                self.fallback.pop(model, None)
+            self._changed([model])
+            return
+        candidate = self._global()
+        for key in cleared:
+            candidate[key] = self.startup[key]
+        candidate.update(new)
+        self._check(candidate)
+        for key, value in candidate.items():
+            setattr(self, _ATTR[key], value)
+        changed: list[str | None] = [None]
+        try:
+            for name in sorted(self.model):
+                self._check({**candidate, **self.model[name]})
+                self.fallback[name] = self._global()
+                changed.append(name)
+        finally:
+            self._changed(changed)
+
+    def _check(self, values: dict[str, Any]) -> None:
+        """Refuse a setting that traces but cannot, with Triton's reason."""
+        if values["trace_level"] == ["OFF"]:
+            return
+        reason = None
+        if values["trace_rate"] == 0:
+            reason = "sample rate must be non-zero"
+        elif self.mode == "triton" and not self.file:
+            reason = "trace file name is not given"
+        elif values["trace_count"] == 0:
+            reason = ""  # (Triton gives no reason for this one)
+        if reason is not None:
+            raise CoreError(f"Attempting to set invalid trace setting :{reason}")
+
+    def _changed(self, names: list[str | None]) -> None:
         if self.on_change is not None:
-            self.on_change(model)
+            self.on_change(names)
+
+
+def _parse_update(body: Any) -> tuple[dict[str, Any], list[str]]:
+    """The settings an update gives (as numbers) and those it clears (given null)."""
+    if not isinstance(body, dict):
+        body = {}  # Triton looks up each key and finds none in a non-object
+    if "trace_file" in body:
+        raise CoreError(
+            "trace file location can not be updated through network protocol",
+            Code.UNSUPPORTED,
+        )
+    new: dict[str, Any] = {}
+    cleared: list[str] = []
+    if "trace_level" in body:
+        value = body["trace_level"]
+        if value is None:
+            cleared.append("trace_level")
+        else:
+            levels = _parse_levels(value)
+            if levels:
+                new["trace_level"] = levels
+    for key in ("trace_rate", "trace_count", "log_frequency"):
+        if key not in body:
+            continue
+        if body[key] is None:
+            cleared.append(key)
+        else:
+            new[key] = _parse_number(key, body[key])
+    return new, cleared
+
+
+def _parse_levels(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        raise CoreError(_JSON_NOT_ARRAY, Code.INTERNAL)
+    levels: list[str] = []
+    for item in value:
+        if not isinstance(item, str):
+            raise CoreError(_JSON_NOT_STR, Code.INTERNAL)
+        if item == "OFF":
+            if len(value) != 1:
+                raise CoreError("Expect only one trace level 'OFF' is specified")
+            levels = ["OFF"]
+        elif item in ("TIMESTAMPS", "TENSORS") and item not in levels:
+            levels.append(item)
+    order = {"TIMESTAMPS": 0, "TENSORS": 1, "OFF": 2}
+    return sorted(levels, key=order.__getitem__)
+
+
+def _parse_number(key: str, value: Any) -> int:
+    if not isinstance(value, str):
+        raise CoreError(_JSON_NOT_STR, Code.INTERNAL)
+    value = value.partition("\0")[0]  # (read as a C string)
+    # Triton reads the text with strtol-like functions: leading white space, a
+    # sign, digits; what follows the digits is ignored ("5x" is 5, "1e3" is 1)
+    m = _LEADING_INT.match(value)
+    if m is None:
+        raise CoreError(f"Unable to parse '{key}', got: {value}")
+    number = int(m.group(1))
+    if key == "trace_count":
+        if number < -1:
+            raise CoreError(f"Unable to parse 'trace_count'. Expecting value >= -1, got:{value}")
+        if number > 2**31 - 1:
+            raise CoreError(
+                f"Unable to parse '{key}', value is out of range [ -1, 2147483647 ], got: {value}"
+            )
+    elif -(2**31) <= number < 2**31:
+        # Triton reads a 32-bit signed value and keeps it unsigned (-1 is 4294967295)
+        number %= 2**32
+    else:  # (its message names the unsigned range it does not take)
+        raise CoreError(
+            f"Unable to parse '{key}', value is out of range [ 0, 4294967295 ], got: {value}"
+        )
+    return number
 
 
 def _config_int(values: dict[str, str], key: str, default: int) -> int:
+    """A number of ``--trace-config`` as tritonserver reads it: a C ``int`` read from the
+    leading digits ("5x" is 5); the rate and the log frequency are then kept unsigned
+    (-1 is 4294967295)."""
     text = values.get(key)
     if text is None:
         return default
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"failed to parse trace setting '{key}': '{text}'") from None
+    m = _LEADING_INT.match(text)
+    if m is None:
+        raise ValueError(f"failed to parse trace setting '{key}': '{text}'")
+    number = int(m.group(1))
+    if not -(2**31) <= number < 2**31:
+        raise ValueError(f"trace setting '{key}' is out of bound, got: '{text}'")
+    return number if key == "count" else number % 2**32
 
 
 _ATTR = {

@@ -492,14 +492,14 @@ class Tracer:
     def _update_active(self) -> None:
         self.active = self.global_setting.valid() or any(s.valid() for s in self.models.values())
 
-    def refresh(self, model: str | None) -> None:
-        """The settings of ``model`` (None: the global ones) changed through the API."""
-        if model is None:
-            self._replace_global()
-            for name in list(self.models):
+    def refresh(self, names: list[str | None]) -> None:
+        """The settings of ``names`` (a model's; None: the global ones) changed through
+        the API."""
+        for name in names:
+            if name is None:
+                self._replace_global()
+            else:
                 self._replace_model(name)
-        else:
-            self._replace_model(model)
         self._update_active()
 
     def _replace_global(self) -> None:
