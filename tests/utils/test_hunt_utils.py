@@ -168,3 +168,48 @@ def test_kept_difference_a_0d_numeric_array_is_written() -> None:
             ref.set_shared_memory_region(theirs, [value])
         shm.set_shared_memory_region(ours, [value], offset=4)
         assert shm.get_contents_as_numpy(ours, np.int32, [2]).tolist() == [0, 7]
+
+
+def _cuda_modules() -> tuple[Any, Any]:
+    """tritonclient's and our CUDA modules (both import without a GPU, with cuda-python)."""
+    theirs = pytest.importorskip("tritonclient.utils.cuda_shared_memory")
+    try:
+        from tritonhttp.utils import cuda_shared_memory as ours
+    except RuntimeError:  # no cuda-python: the import names the extra
+        pytest.skip("needs cuda-python")
+    return theirs, ours
+
+
+_CUDA_CALLS: dict[str, Callable[[Any], object]] = {
+    "create byte_size -1": lambda m: m.create_shared_memory_region("c", -1, 0),
+    "create byte_size str": lambda m: m.create_shared_memory_region("c", "64", 0),
+    "create device_id -1": lambda m: m.create_shared_memory_region("c", 64, -1),
+    "set not a handle": lambda m: m.set_shared_memory_region(None, [np.zeros(1)]),
+    "get not a handle": lambda m: m.get_contents_as_numpy(None, np.float32, [1]),
+}
+
+
+@pytest.mark.parametrize("call", list(_CUDA_CALLS))
+def test_cuda_argument_errors_begin_with_tritonclients_text(call: str) -> None:
+    """Checked before CUDA is touched, so the same with and without a GPU."""
+    theirs, ours = _cuda_modules()
+    expected = _raised(lambda: _CUDA_CALLS[call](theirs))
+    got = _raised(lambda: _CUDA_CALLS[call](ours))
+    assert isinstance(expected, theirs.CudaSharedMemoryException)
+    assert isinstance(got, ours.CudaSharedMemoryException)
+    assert str(got).startswith(f"{expected}: ")
+
+
+def test_cuda_set_checks_the_values_before_the_handle_as_tritonclient() -> None:
+    theirs, ours = _cuda_modules()
+    for values in (np.zeros(1), [1]):
+        expected = _raised(lambda: theirs.set_shared_memory_region(None, values))  # noqa: B023
+        got = _raised(lambda: ours.set_shared_memory_region(None, values))  # noqa: B023
+        assert "input_values" in str(expected)
+        assert isinstance(got, ours.CudaSharedMemoryException)
+        # tritonclient's two texts are swapped (documented); ours say what is wrong
+        assert str(got) == (
+            "input_values must be specified as a list/tuple of numpy arrays"
+            if isinstance(values, np.ndarray)
+            else "each element of input_values must be a numpy array"
+        )

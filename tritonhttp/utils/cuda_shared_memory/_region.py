@@ -202,6 +202,22 @@ def _non_negative(value: object, what: str) -> int:
     return number
 
 
+_CREATE_FAILED = "unable to create cuda shared memory handle"
+_SET_FAILED = "unable to set values in cuda shared memory"
+_READ_FAILED = "failed to read cuda shared memory results"
+
+
+def _check_values(input_values: object) -> None:
+    """tritonclient checks the values first, before it looks at the handle."""
+    if not isinstance(input_values, (list, tuple)):
+        raise CudaSharedMemoryException(
+            "input_values must be specified as a list/tuple of numpy arrays"
+        )
+    for value in input_values:
+        if not isinstance(value, np.ndarray):
+            raise CudaSharedMemoryException("each element of input_values must be a numpy array")
+
+
 def create_shared_memory_region(
     triton_shm_name: str, byte_size: int, device_id: int
 ) -> CudaSharedMemoryRegion:
@@ -210,12 +226,13 @@ def create_shared_memory_region(
     The caller's current device is left as it was. Raises
     :class:`CudaSharedMemoryException` (also without a GPU or driver).
     """
-    size = _non_negative(byte_size, "byte_size")
-    device = _non_negative(device_id, "device_id")
+    try:
+        size = _non_negative(byte_size, "byte_size")
+        device = _non_negative(device_id, "device_id")
+    except CudaSharedMemoryException as e:  # tritonclient's text first, then what is wrong
+        raise CudaSharedMemoryException(f"{_CREATE_FAILED}: {e}") from None
     if size == 0:
-        raise CudaSharedMemoryException(
-            "unable to create cuda shared memory handle: byte_size must be positive"
-        )
+        raise CudaSharedMemoryException(f"{_CREATE_FAILED}: byte_size must be positive")
     try:
         with _runtime.on_device(device):
             _runtime.ensure_unified_addressing(device)
@@ -228,7 +245,7 @@ def create_shared_memory_region(
                 _free_quietly(address, device)
                 raise
     except CudaSharedMemoryException as e:
-        raise CudaSharedMemoryException(f"unable to create cuda shared memory handle: {e}") from e
+        raise CudaSharedMemoryException(f"{_CREATE_FAILED}: {e}") from e
     region = CudaSharedMemoryRegion(triton_shm_name, ipc_handle, address, size, device)
     with _lock:
         allocated_shm_regions.append(region)
@@ -245,13 +262,8 @@ def _host_plan(
     input_values: object, start: int, capacity: int, name: str
 ) -> list[tuple[int, np.ndarray[Any, Any]]]:
     """(region offset, contiguous host array) per value, after every check."""
-    if not isinstance(input_values, (list, tuple)):
-        raise CudaSharedMemoryException(
-            "input_values must be specified as a list/tuple of numpy arrays"
-        )
-    for value in input_values:
-        if not isinstance(value, np.ndarray):
-            raise CudaSharedMemoryException("each element of input_values must be a numpy array")
+    _check_values(input_values)
+    assert isinstance(input_values, (list, tuple))
     plan: list[tuple[int, np.ndarray[Any, Any]]] = []
     position = start
     for value in input_values:
@@ -286,8 +298,12 @@ def set_shared_memory_region(
     Object arrays are BYTES (``serialize_byte_tensor`` output, or serialized here).
     Nothing is copied unless everything fits.
     """
-    allocation = _live(cuda_shm_handle)
-    start = _non_negative(offset, "offset")
+    _check_values(input_values)
+    try:
+        allocation = _live(cuda_shm_handle)
+        start = _non_negative(offset, "offset")
+    except CudaSharedMemoryException as e:  # tritonclient's text first, then what is wrong
+        raise CudaSharedMemoryException(f"{_SET_FAILED}: {e}") from None
     plan = _host_plan(input_values, start, allocation.byte_size, cuda_shm_handle._triton_shm_name)
     try:
         with _runtime.on_device(allocation.device_id):
@@ -354,6 +370,17 @@ def _shape_of(shape: object) -> tuple[int, ...]:
     return tuple(_non_negative(d, "each dimension of shape") for d in shape)
 
 
+def _dtype_of(datatype: object) -> np.dtype[Any]:
+    if isinstance(datatype, str) and datatype in TRITON_TO_NUMPY:
+        return TRITON_TO_NUMPY[datatype]
+    try:
+        return np.dtype(datatype)  # type: ignore[call-overload,no-any-return]
+    except TypeError:
+        raise CudaSharedMemoryException(
+            f"datatype must be a numpy dtype (or a Triton datatype name), not {datatype!r}"
+        ) from None
+
+
 def get_contents_as_numpy(
     cuda_shm_handle: CudaSharedMemoryRegion,
     datatype: Any,
@@ -366,18 +393,13 @@ def get_contents_as_numpy(
     ``np.object_`` / ``np.bytes_`` read BYTES elements into an object array of ``bytes``.
     Only the bytes needed are copied, straight into the returned (writable) array.
     """
-    allocation = _live(cuda_shm_handle)
-    if isinstance(datatype, str) and datatype in TRITON_TO_NUMPY:
-        dtype = TRITON_TO_NUMPY[datatype]
-    else:
-        try:
-            dtype = np.dtype(datatype)
-        except TypeError:
-            raise CudaSharedMemoryException(
-                f"datatype must be a numpy dtype (or a Triton datatype name), not {datatype!r}"
-            ) from None
-    dims = _shape_of(shape)
-    start = _non_negative(offset, "offset")
+    try:
+        allocation = _live(cuda_shm_handle)
+        dtype = _dtype_of(datatype)
+        dims = _shape_of(shape)
+        start = _non_negative(offset, "offset")
+    except CudaSharedMemoryException as e:  # tritonclient's text first, then what is wrong
+        raise CudaSharedMemoryException(f"{_READ_FAILED}: {e}") from None
     size = allocation.byte_size
     name = cuda_shm_handle._triton_shm_name
     if start > size:
@@ -402,7 +424,7 @@ def get_contents_as_numpy(
         with _runtime.on_device(allocation.device_id):
             _runtime.memcpy(host.ctypes.data, allocation.address + start, needed)
     except CudaSharedMemoryException as e:
-        raise CudaSharedMemoryException(f"failed to read cuda shared memory results: {e}") from e
+        raise CudaSharedMemoryException(f"{_READ_FAILED}: {e}") from e
     if not is_bytes:
         return host
     try:
