@@ -102,10 +102,19 @@ def _check_usage(options: dict[str, Any], json_output: bool) -> None:
     if options["report_path"] == "-" and json_output:
         raise click.UsageError("-f - and --json both want stdout: give -f a file")
     if options["binary_search"] and not options["latency_threshold"]:
-        raise click.UsageError("--binary-search needs -l/--latency-threshold")
+        # perf_analyzer: "The --latency-threshold cannot be 0 for binary search mode."
+        raise click.UsageError("--binary-search needs -l/--latency-threshold above 0")
+    if options["latency_threshold"] == 0:
+        options["latency_threshold"] = None  # perf_analyzer's -l 0: no limit
     if options["streaming"] and options["shared_memory"] != "none":
         raise click.UsageError("--streaming sends text through generate_stream: no shared memory")
     _check_mode_options(options)
+    _check_metrics_options(options)
+    if options["shapes"]:
+        from ._bench_inputs import parse_shape_option
+
+        parse_shape_option(options["shapes"])  # a malformed --shape before any request
+    _check_request_count(options)
     if options["streaming"] and options["report_path"]:
         raise click.UsageError(
             "-f writes perf_analyzer's CSV, which --streaming does not make: "
@@ -187,6 +196,35 @@ def _check_mode_options(options: dict[str, Any]) -> None:
             if options["streaming"]:
                 raise click.UsageError(f"{flag} is not used by --streaming runs")
             raise click.UsageError(f"{flag} is used only by --streaming runs")
+
+
+def _check_metrics_options(options: dict[str, Any]) -> None:
+    """--metrics-url and --metrics-interval without --collect-metrics would be ignored:
+    perf_analyzer refuses them ("Must specify --collect-metrics when using ...")."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    for name, flag in (
+        ("metrics_url", "--metrics-url"),
+        ("metrics_interval", "--metrics-interval"),
+    ):
+        given = ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+        if given and not options["collect_metrics"]:
+            raise click.UsageError(f"{flag} is read only with --collect-metrics")
+
+
+def _check_request_count(options: dict[str, Any]) -> None:
+    """-n below a concurrency level never puts that many requests in flight: perf_analyzer
+    refuses it ("--request-count can not be less than concurrency")."""
+    count = options["request_count"]
+    if count is None or options["request_rate"] or options["request_intervals"]:
+        return
+    highest = int(max(parse_levels(options["concurrency"] or "1", "--concurrency", True)))
+    if count < highest:
+        raise click.UsageError(
+            f"-n/--request-count {count} is less than concurrency {highest}: a level never "
+            "has more requests in flight than it sends"
+        )
 
 
 def _check_output_paths(options: dict[str, Any]) -> None:

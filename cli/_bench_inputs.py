@@ -81,6 +81,9 @@ def parse_shape_option(values: tuple[str, ...]) -> dict[str, list[int]]:
             raise click.BadParameter(
                 f"expected NAME:D1,D2,... with whole dims, got {text!r}", param_hint="--shape"
             )
+        if 0 in parsed:
+            # perf_analyzer: "The dimensions of input tensor must be > 0."
+            raise click.BadParameter(f"{text!r}: dims must be > 0", param_hint="--shape")
         shapes[name] = parsed
     return shapes
 

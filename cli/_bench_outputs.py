@@ -69,7 +69,9 @@ def write_outputs(
     from ._render import console, emit_json
 
     if options["report_path"]:
-        text = csv_text(results, options["verbose_csv"], options["collect_metrics"])
+        text = csv_text(
+            results, options["verbose_csv"], options["collect_metrics"], options["percentile"]
+        )
         if options["report_path"] == "-":
             settings.stdout.write(text)
         else:

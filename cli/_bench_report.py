@@ -64,7 +64,24 @@ def level_text(r: LevelResult, percentile: int | None, verbose: bool) -> str:
         lines.append(f"    Failed requests: {r.errors} (first: {r.first_error})")
     if r.server is not None:
         lines.extend(_server_lines(r.server))
+    if r.metrics is not None:
+        lines.extend(_metrics_lines(r.metrics))
     return "\n".join(line for line in lines if line)
+
+
+def _metrics_lines(metrics: dict[str, Any]) -> list[str]:
+    """``--collect-metrics``: the GPU figures per GPU, as perf_analyzer prints them."""
+    lines = ["  Server Prometheus Metrics: "]
+    for title, key, scale, unit in (
+        ("Avg GPU Utilization", "gpu_utilization", 100.0, "%"),
+        ("Avg GPU Power Usage", "gpu_power_usage", 1.0, " watts"),
+        ("Max GPU Memory Usage", "gpu_memory_used_max", 1.0, " bytes"),
+        ("Total GPU Memory", "gpu_memory_total", 1.0, " bytes"),
+    ):
+        lines.append(f"    {title}:")
+        for gpu, value in metrics.get(key, {}).items():
+            lines.append(f"      {gpu} : {value * scale:g}{unit}")
+    return lines
 
 
 def _http_line(r: LevelResult, verbose: bool) -> str:
@@ -158,8 +175,18 @@ def results_table(model: str, load: str, results: list[LevelResult], width: int)
 # -- files -------------------------------------------------------------------------------
 
 
-def csv_text(results: list[LevelResult], verbose: bool, metrics: bool) -> str:
-    """``-f`` CSV: perf_analyzer's columns (µs), rows by increasing throughput."""
+def _csv_percentiles(percentile: int | None) -> list[int]:
+    return sorted({50, 90, 95, 99, *([percentile] if percentile else [])})
+
+
+def csv_text(
+    results: list[LevelResult], verbose: bool, metrics: bool, percentile: int | None = None
+) -> str:
+    """``-f`` CSV: perf_analyzer's columns (µs), rows by increasing throughput.
+
+    As perf_analyzer writes it: ``--percentile Q`` adds ``pQ latency`` among the
+    percentile columns (in order) and drops ``Avg latency`` from the ``--verbose-csv``
+    columns; the GPU columns of ``--collect-metrics`` come with ``--verbose-csv`` only."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     first = "Concurrency" if not results or results[0].load == "concurrency" else "Request Rate"
@@ -173,14 +200,12 @@ def csv_text(results: list[LevelResult], verbose: bool, metrics: bool) -> str:
         "Server Compute Infer",
         "Server Compute Output",
         "Client Recv",
-        "p50 latency",
-        "p90 latency",
-        "p95 latency",
-        "p99 latency",
+        *(f"p{q} latency" for q in _csv_percentiles(percentile)),
     ]
     if verbose:
-        header += ["Avg latency", "request/response", "response wait"]
-    if metrics:
+        header += [*(["Avg latency"] if percentile is None else []), "request/response"]
+        header += ["response wait"]
+    if verbose and metrics:
         header += [
             "Avg GPU Utilization",
             "Avg GPU Power Usage",
@@ -189,12 +214,12 @@ def csv_text(results: list[LevelResult], verbose: bool, metrics: bool) -> str:
         ]
     writer.writerow(header)
     for r in sorted(results, key=lambda r: r.infer_per_sec):
-        writer.writerow(_csv_row(r, verbose, metrics))
+        writer.writerow(_csv_row(r, verbose, metrics, percentile))
     return buffer.getvalue()
 
 
-def _csv_row(r: LevelResult, verbose: bool, metrics: bool) -> list[str]:
-    from ._bench_measure import percentile
+def _csv_row(r: LevelResult, verbose: bool, metrics: bool, percentile: int | None) -> list[str]:
+    from ._bench_measure import percentile as pick
 
     lat = r.latency_ms()
     server = r.server or {}
@@ -210,11 +235,12 @@ def _csv_row(r: LevelResult, verbose: bool, metrics: bool) -> list[str]:
         f"{r.infer_per_sec:g}",
         *(str(int(v)) for v in (send, network, queue, *compute, recv)),
     ]
-    row += [str(int(_zero(percentile(r.latencies_s, q) * 1e6))) for q in (50, 90, 95, 99)]
+    row += [str(int(_zero(pick(r.latencies_s, q) * 1e6))) for q in _csv_percentiles(percentile)]
     if verbose:
         wait = _zero(r.client.get("wait_us"))
-        row += [str(int(avg_us)), str(int(send + recv)), str(int(wait))]
-    if metrics:
+        row += [*([str(int(avg_us))] if percentile is None else []), str(int(send + recv))]
+        row += [str(int(wait))]
+    if verbose and metrics:
         row += _gpu_cells(r.metrics or {})
     return row
 

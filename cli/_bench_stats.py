@@ -9,7 +9,9 @@ from typing import Any
 __all__ = ["STATS", "finite", "interpolated", "summary"]
 
 #: The statistics of every metric, in the order they are shown.
-STATS = ("avg", "min", "max", "p50", "p75", "p90", "p95", "p99", "std")
+#: genai-perf's percentiles: p1, p5, p10, p25, p50, p75, p90, p95 and p99.
+STATS = ("avg", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "std")
+_PERCENTILES = (1, 5, 10, 25, 50, 75, 90, 95, 99)
 
 
 def finite(value: Any) -> Any:
@@ -36,12 +38,13 @@ def interpolated(ordered: list[float], q: float) -> float:
 
 
 def summary(values: list[float]) -> dict[str, float]:
-    """avg, min, max, p50, p75, p90, p95, p99 and std (population) of ``values``."""
+    """avg, min, max, p1 ... p99 (genai-perf's percentiles) and std (population) of
+    ``values``."""
     ordered = sorted(values)
     if not ordered:
         return dict.fromkeys(STATS, math.nan)
     out = {"avg": statistics.fmean(ordered), "min": ordered[0], "max": ordered[-1]}
-    for q in (50, 75, 90, 95, 99):
+    for q in _PERCENTILES:
         out[f"p{q}"] = interpolated(ordered, q)
     out["std"] = statistics.pstdev(ordered) if len(ordered) > 1 else 0.0
     return out
