@@ -393,10 +393,12 @@ class InferenceServerClient(ClientCommon):
                     return response, index
                 wait = retry.backoff(attempt + 1, _retry_after(response.get("Retry-After")))
             attempt += 1
-            if cancel is not None and cancel.cancelled:
+            if cancel is None:
+                if wait:
+                    time.sleep(wait)
+            elif cancel.sleep(wait) if wait else cancel.cancelled:
+                # cancel() during the back-off ends the wait at once
                 raise RequestCancelled("the request was cancelled")
-            if wait:
-                time.sleep(wait)
 
     def _one_round(
         self,

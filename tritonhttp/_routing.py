@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import email.utils
+import math
 import threading
 import time
 from collections.abc import Collection, Iterable
@@ -131,8 +132,11 @@ def retry_after(value: str | None) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    if value.isdigit():  # str.isdigit also holds for '²' or '٣': float() decides
+        try:
+            return float(value)
+        except ValueError:
+            return None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -174,23 +178,19 @@ class Retry:
         if isinstance(total, bool) or not isinstance(total, int) or total < 0:
             raise InferenceServerException(msg=f"Retry total must be an int >= 0, got {total!r}")
         for name, value in (("backoff_factor", backoff_factor), ("backoff_max", backoff_max)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 <= value < math.inf  # also rules out NaN
+            ):
                 raise InferenceServerException(
-                    msg=f"Retry {name} must be a number >= 0, got {value!r}"
+                    msg=f"Retry {name} must be a finite number >= 0, got {value!r}"
                 )
         self.total = total
         self.backoff_factor = float(backoff_factor)
         self.backoff_max = float(backoff_max)
-        self.statuses: frozenset[int] = frozenset(int(s) for s in statuses)
-        if isinstance(methods, str):
-            methods = (methods,)
-        chosen = frozenset(methods)
-        unknown = sorted(chosen - _ALL_METHODS)
-        if unknown:
-            raise InferenceServerException(msg=f"Retry methods: unknown client methods {unknown}")
-        if "async_infer" in chosen or "infer" in chosen:
-            chosen |= {"infer", "async_infer"}
-        self.methods: frozenset[str] = chosen
+        self.statuses: frozenset[int] = _statuses(statuses)
+        self.methods: frozenset[str] = _methods(methods)
 
     def __repr__(self) -> str:
         return (
@@ -201,7 +201,8 @@ class Retry:
 
     def backoff(self, retry: int, server_says: float | None = None) -> float:
         """Seconds to wait before retry number ``retry`` (1 for the first)."""
-        wait = self.backoff_factor * (2 ** (retry - 1)) if self.backoff_factor else 0.0
+        # the exponent capped: 2.0**1024 overflows, and 2**-1 x 2**61 s is long enough
+        wait = self.backoff_factor * 2.0 ** min(retry - 1, 62) if self.backoff_factor else 0.0
         if server_says is not None and server_says > wait:
             wait = server_says
         return min(wait, self.backoff_max)
@@ -213,6 +214,41 @@ class Retry:
     def on_error(self, call: Call, error: BaseException) -> bool:
         """Whether ``error`` (a transport failure) sends ``call`` again."""
         return unsent(error) or method_name(call) in self.methods
+
+
+def _statuses(statuses: Iterable[int]) -> frozenset[int]:
+    try:
+        chosen = frozenset(statuses)
+    except TypeError:
+        raise InferenceServerException(
+            msg=f"Retry statuses must be a collection of HTTP status codes, got {statuses!r}"
+        ) from None
+    bad = [
+        s for s in chosen if isinstance(s, bool) or not isinstance(s, int) or not 100 <= s <= 599
+    ]
+    if bad:
+        raise InferenceServerException(
+            msg="Retry statuses must be HTTP status codes (ints 100-599), "
+            f"got {sorted(bad, key=repr)}"
+        )
+    return chosen
+
+
+def _methods(methods: Iterable[str]) -> frozenset[str]:
+    if isinstance(methods, str):
+        methods = (methods,)
+    try:
+        chosen = frozenset(methods)
+    except TypeError:
+        raise InferenceServerException(
+            msg=f"Retry methods must be a collection of client method names, got {methods!r}"
+        ) from None
+    unknown = sorted(chosen - _ALL_METHODS, key=repr)
+    if unknown:
+        raise InferenceServerException(msg=f"Retry methods: unknown client methods {unknown}")
+    if "async_infer" in chosen or "infer" in chosen:
+        chosen |= {"infer", "async_infer"}
+    return chosen
 
 
 _NO_RETRY = Retry(0)
@@ -311,7 +347,9 @@ class ServerSet:
         with self._lock:
             state = self._states[index]
             state.failures += 1
-            wait = min(self._backoff * 2 ** (state.failures - 1), self._backoff_max)
+            # the exponent capped: a server down for a long time fails more than 1024 times
+            # (2.0**1024 overflows); the maximum is reached long before 2**62
+            wait = min(self._backoff * 2.0 ** min(state.failures - 1, 62), self._backoff_max)
             state.until = time.monotonic() + wait
             state.probing = False
 
@@ -329,13 +367,19 @@ class ServerSet:
 
 
 def server_urls(url: Any) -> list[str]:
-    """The ``url`` argument as a list of server URLs: a list or tuple names several
-    servers; anything else is one (checked, as before, by the URL parser)."""
+    """The ``url`` argument as a list of server URLs: a list or tuple of strings names
+    several servers; anything else is one (checked, as before, by the URL parser:
+    tritonclient's errors for a ``url`` that is not a str, a generator included)."""
     if not isinstance(url, (list, tuple)):
         return [url]
     urls = list(url)
     if not urls:
         raise InferenceServerException(msg="url: the list of servers is empty")
+    for i, u in enumerate(urls):
+        if not isinstance(u, str):
+            raise InferenceServerException(
+                msg=f"url: every server must be a 'host:port' string, got {u!r} at index {i}"
+            )
     return urls
 
 
@@ -346,9 +390,16 @@ def check_policy(load_balancing: str, backoff: Collection[float]) -> tuple[float
             msg=f"load_balancing must be 'round_robin' or 'failover', got {load_balancing!r}"
         )
     try:
+        if isinstance(backoff, (str, bytes)):
+            raise TypeError
         initial, maximum = (float(x) for x in backoff)
     except (TypeError, ValueError):
         raise InferenceServerException(
             msg=f"server_backoff must be (initial, maximum) seconds, got {backoff!r}"
         ) from None
+    if not (0 < initial <= maximum < math.inf):  # also rules out NaN
+        raise InferenceServerException(
+            msg=f"server_backoff must be (initial > 0, maximum >= initial), finite seconds, "
+            f"got {backoff!r}"
+        )
     return initial, maximum

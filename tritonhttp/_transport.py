@@ -140,11 +140,12 @@ class Cancel:
     it is.
     """
 
-    __slots__ = ("_conn", "_lock", "cancelled")
+    __slots__ = ("_conn", "_lock", "_wake", "cancelled")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._conn: _Connection | None = None
+        self._wake: threading.Event | None = None  # made by the first sleep()
         self.cancelled = False
 
     def cancel(self) -> None:
@@ -152,8 +153,22 @@ class Cancel:
         with self._lock:
             self.cancelled = True
             conn = self._conn
+            wake = self._wake
         if conn is not None:
             conn.shutdown()
+        if wake is not None:
+            wake.set()
+
+    def sleep(self, seconds: float) -> bool:
+        """Wait ``seconds`` (a retry's back-off) unless the request is cancelled
+        meanwhile: whether it was (then at once)."""
+        with self._lock:
+            if self.cancelled:
+                return True
+            if self._wake is None:
+                self._wake = threading.Event()
+            wake = self._wake
+        return wake.wait(seconds)
 
     def attach(self, conn: _Connection | None) -> None:
         """The exchange runs on ``conn`` from now on (None: it is over)."""
