@@ -38,6 +38,10 @@ __all__ = ["InferAsyncRequest", "InferenceServerClient"]
 
 _T = TypeVar("_T")
 
+#: ``get_result(timeout=...)`` longer than this (23 days) waits without a limit: poll()
+#: takes at most 2**31 - 1 milliseconds, a lock at most ``threading.TIMEOUT_MAX``.
+_LONGEST_WAIT = 2_000_000.0
+
 
 class InferAsyncRequest:
     """Handle of a request started by :meth:`InferenceServerClient.async_infer`.
@@ -140,6 +144,8 @@ class InferAsyncRequest:
             InferenceServerException: the result is not ready in time ("failed to obtain
                 inference response"), or the server answered with an error.
         """
+        if timeout is not None and timeout > _LONGEST_WAIT:
+            timeout = None  # inf (or 1e10) raised OverflowError from poll() or a lock
         flight = self._flight
         if flight is not None:
             return self._landed(flight, block, timeout)

@@ -17,7 +17,7 @@ import tritonhttp.aio
 from tritonhttp._errors import ConnectError, RequestCancelled
 from tritonhttp._routing import ServerSet, retry_after
 
-from ._scripted import OK_JSON, closed_port, serving
+from ._scripted import OK_JSON, answer_ok, closed_port, serving
 
 Error = tritonhttp.InferenceServerException
 
@@ -218,3 +218,25 @@ def test_cancel_at_any_moment_of_a_retried_request_ends_it_soon() -> None:
                 with pytest.raises(RequestCancelled):
                     request.get_result(timeout=10)
                 assert time.monotonic() - t0 < 1.5, delay
+
+
+# retries=0: sent from the caller's thread (poll() waits); 1: by a thread (a lock waits)
+@pytest.mark.parametrize(
+    ("retries", "timeout"), [(0, math.inf), (1, math.inf), (0, 1e10), (1, 1e10)]
+)
+def test_get_result_with_an_endless_timeout_waits_for_the_result(
+    retries: int, timeout: float
+) -> None:
+    """``get_result(timeout=inf)`` raised OverflowError (poll() takes an int of
+    milliseconds, a lock at most threading.TIMEOUT_MAX seconds)."""
+
+    def slow(conn: socket.socket, index: int, request: bytes) -> bool:
+        time.sleep(0.1)
+        return answer_ok(conn, index, request)
+
+    with (
+        serving(slow) as server,
+        tritonhttp.InferenceServerClient(server.url, retries=retries) as client,
+    ):
+        request = client.async_infer("m", _inputs())
+        assert isinstance(request.get_result(timeout=timeout), tritonhttp.InferResult)
