@@ -13,7 +13,6 @@ import contextvars
 import ssl as _ssl
 import sys
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -280,6 +279,7 @@ class InferenceServerClient(ClientCommon):
         # max_greenlets counts requests until they are read by a thread of their own)
         self._inline = self._direct and not verbose and self._pending is None
         self._closed = False
+        self._closing = threading.Event()  # set by close(): ends retry back-offs at once
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -309,6 +309,7 @@ class InferenceServerClient(ClientCommon):
         if self._closed:
             return
         self._closed = True
+        self._closing.set()
         for pool in self._pools:
             pool.settle_all()  # async_infer responses still in their sockets
         with self._executor_lock:
@@ -399,9 +400,9 @@ class InferenceServerClient(ClientCommon):
                     return response, index
                 wait = retry.backoff(attempt + 1, _retry_after(response.get("Retry-After")))
             attempt += 1
-            if cancel is None:
-                if wait:
-                    time.sleep(wait)
+            if cancel is None:  # a blocking call: close() from another thread ends it
+                if self._closing.wait(wait) if wait else self._closed:
+                    raise ClientClosedError("the client has been closed")
             elif cancel.sleep(wait) if wait else cancel.cancelled:
                 # cancel() during the back-off ends the wait at once
                 raise RequestCancelled("the request was cancelled")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 import socket
+import threading
 import time
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 import tritonhttp
 import tritonhttp.aio
-from tritonhttp._errors import ConnectError, RequestCancelled
+from tritonhttp._errors import ClientClosedError, ConnectError, RequestCancelled
 from tritonhttp._routing import ServerSet, retry_after
 
 from ._scripted import OK_JSON, answer_ok, closed_port, serving
@@ -240,3 +241,38 @@ def test_get_result_with_an_endless_timeout_waits_for_the_result(
     ):
         request = client.async_infer("m", _inputs())
         assert isinstance(request.get_result(timeout=timeout), tritonhttp.InferResult)
+
+
+def test_close_ends_a_blocking_call_waiting_out_a_retry_back_off() -> None:
+    """A call in another thread waiting out a back-off (here Retry-After: 5) slept it
+    out before it noticed the client had been closed."""
+
+    def busy(conn: socket.socket, index: int, request: bytes) -> bool:
+        conn.sendall(_busy(b"5"))
+        return True
+
+    with serving(busy) as server:
+        client = tritonhttp.InferenceServerClient(
+            [server.url, server.url], retries=tritonhttp.Retry(3, backoff_max=5.0)
+        )
+        outcome: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                client.get_server_metadata()
+            except BaseException as e:
+                outcome.append(e)
+
+        thread = threading.Thread(target=call)
+        thread.start()
+        deadline = time.monotonic() + 5
+        while not server.requests and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)  # the 503 is read: the call waits out its back-off
+        t0 = time.monotonic()
+        client.close()
+        thread.join(10)
+        assert not thread.is_alive()
+        assert time.monotonic() - t0 < 2.0
+        assert len(outcome) == 1 and isinstance(outcome[0], ClientClosedError)
+        assert len(server.take()) == 1
