@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import math
 import threading
@@ -141,6 +142,8 @@ def retry_after(value: str | None) -> float | None:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
+    if when.tzinfo is None:  # '-0000' or no zone: an HTTP date is GMT, not local time
+        when = when.replace(tzinfo=datetime.timezone.utc)
     return max(0.0, when.timestamp() - time.time())
 
 

@@ -276,3 +276,20 @@ def test_close_ends_a_blocking_call_waiting_out_a_retry_back_off() -> None:
         assert time.monotonic() - t0 < 2.0
         assert len(outcome) == 1 and isinstance(outcome[0], ClientClosedError)
         assert len(server.take()) == 1
+
+
+@pytest.mark.parametrize("zone", ["-0000", ""])
+def test_a_retry_after_date_without_a_zone_is_gmt(
+    zone: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """parsedate_to_datetime gives a naive datetime for '-0000' (or no zone), which
+    .timestamp() read as local time: 30 s ahead became 5 h 30 s in New York."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        when = time.strftime("%a, %d %b %Y %H:%M:%S", time.gmtime(time.time() + 30))
+        wait = retry_after(f"{when} {zone}".strip())
+        assert wait is not None and 25 < wait <= 31
+    finally:
+        monkeypatch.undo()
+        time.tzset()
