@@ -157,3 +157,26 @@ def test_trace_config_number_out_of_bound(
     for factory in (real_triton_factory, bundled_server_factory):
         with pytest.raises(RuntimeError, match="out of bound"):
             factory(MODELS, FILE, f"--trace-config={flag}")
+
+
+@pytest.mark.parametrize("value", ["-7", "5x", "1.5"])
+def test_log_verbose_flag(
+    value: str, real_triton_factory: Any, bundled_server_factory: Any
+) -> None:
+    """tritonserver reads ``--log-verbose`` as a C int from its leading digits and takes
+    a negative level as 0 (``/v2/logging`` shows it)."""
+    args = (f"--log-verbose={value}",)
+    real, ours = real_triton_factory(MODELS, *args), bundled_server_factory(MODELS, *args)
+    r = exchange(real.url, "GET", "/v2/logging")
+    o = exchange(ours.url, "GET", "/v2/logging")
+    assert (o.status, o.body) == (r.status, r.body)
+    assert o.json()["log_verbose_level"] == max(int(float(value.rstrip("x"))), 0)
+
+
+def test_log_verbose_flag_out_of_bound(
+    real_triton_factory: Any, bundled_server_factory: Any
+) -> None:
+    """Past a C int, neither server starts."""
+    for factory in (real_triton_factory, bundled_server_factory):
+        with pytest.raises(RuntimeError, match="out of bound"):
+            factory(MODELS, "--log-verbose=4294967297")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,18 @@ def _port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid int value: '{text}'") from None
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535)")
+    return value
+
+
+def _c_int(text: str) -> int:
+    """An int as tritonserver reads one (``std::stoi``): leading white space, a sign and
+    digits, what follows ignored ("5x" is 5, "1.5" is 1); past a C int it refuses."""
+    m = re.match(r"[ \t\n\v\f\r]*([+-]?[0-9]+)", text)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"invalid int value: '{text}'")
+    value = int(m.group(1))
+    if not -(2**31) <= value < 2**31:
+        raise argparse.ArgumentTypeError(f"value is out of bound, got: '{text}'")
     return value
 
 
@@ -233,7 +246,7 @@ def _settings_flags(a: Callable[..., argparse.Action]) -> None:
     """Server id, logging, restricted APIs, tracing, backend and cache settings
     (tritonserver's flags)."""
     a("--id", dest="server_id", default="triton", help="server id in the server metadata")
-    a("--log-verbose", type=int, default=0, help="verbose log level (0: off)")
+    a("--log-verbose", type=_c_int, default=0, help="verbose log level (0: off)")
     a("--log-info", type=_bool, default=True, help="log info messages")
     a("--log-warning", type=_bool, default=True, help="log warnings")
     a("--log-error", type=_bool, default=True, help="log errors")

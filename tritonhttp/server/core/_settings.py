@@ -297,6 +297,10 @@ class LogSettings:
     log_verbose_level: int = 0
     log_format: str = "default"
 
+    def __post_init__(self) -> None:
+        # Triton takes a negative --log-verbose as 0
+        self.log_verbose_level = max(self.log_verbose_level, 0)
+
     def view(self) -> dict[str, Any]:
         return {
             "log_file": self.log_file,
