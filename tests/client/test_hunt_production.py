@@ -293,3 +293,33 @@ def test_a_retry_after_date_without_a_zone_is_gmt(
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_aio_a_probe_whose_request_cannot_be_prepared_is_released() -> None:
+    """The asyncio client prepared the request for a server outside the try that
+    releases a probe: a plugin failing then left the server 'probing' for good, so it
+    was never probed again and stayed set aside while another server was healthy."""
+
+    class FailsOnce:
+        calls = 0
+
+        def __call__(self, request: Any) -> None:
+            FailsOnce.calls += 1
+            if FailsOnce.calls == 2:  # the request prepared for the probed server
+                raise RuntimeError("token refresh failed")
+
+    async def main(a: str, b: str) -> None:
+        client = tritonhttp.aio.InferenceServerClient(
+            [a, b], load_balancing="failover", server_backoff=(0.05, 0.05)
+        )
+        async with client:
+            client._servers.failed(1)
+            await asyncio.sleep(0.1)  # its back-off is over: the next call probes it
+            client.register_plugin(FailsOnce())
+            with pytest.raises(RuntimeError, match="token refresh"):
+                await client.get_server_metadata()
+            assert await client.get_server_metadata() == {"name": "ok"}  # probes it
+            assert client._servers.set_aside() == []
+
+    with serving(answer_ok) as a, serving(answer_ok) as b:
+        asyncio.run(main(a.url, b.url))

@@ -394,12 +394,12 @@ class InferenceServerClient(ClientCommon):
         servers = self._servers
         last: TransportError | None = None
         for index in servers.order():
-            prepared = (
-                first
-                if index == 0
-                else self._contexts[index].prepare(call, headers, query_params, self._plugin)
-            )
-            try:
+            try:  # preparing may fail too (a plugin): a probe is then released
+                prepared = (
+                    first
+                    if index == 0
+                    else self._contexts[index].prepare(call, headers, query_params, self._plugin)
+                )
                 result = await send(self._transports[index], prepared)
             except TransportError as e:
                 if not _unsent(e):
