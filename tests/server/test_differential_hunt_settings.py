@@ -180,3 +180,24 @@ def test_log_verbose_flag_out_of_bound(
     for factory in (real_triton_factory, bundled_server_factory):
         with pytest.raises(RuntimeError, match="out of bound"):
             factory(MODELS, "--log-verbose=4294967297")
+
+
+@pytest.mark.parametrize("mode", ["OpenTelemetry", "TRITON"])
+def test_trace_mode_in_any_case(
+    mode: str, real_triton_factory: Any, bundled_server_factory: Any
+) -> None:
+    """``--trace-config mode=`` is taken in any case."""
+    args = (f"--trace-config=mode={mode}",)
+    real, ours = real_triton_factory(MODELS, *args), bundled_server_factory(MODELS, *args)
+    assert _differences(real, ours, [get()]) == []
+    assert exchange(ours.url, *get()).json()["trace_mode"] == mode.lower()
+
+
+@pytest.mark.parametrize("flag", ["triton,file=", "foo=", "opentelemetry,url="])
+def test_trace_config_empty_value(
+    flag: str, real_triton_factory: Any, bundled_server_factory: Any
+) -> None:
+    """A ``--trace-config`` setting with an empty value stops either server at start-up."""
+    for factory in (real_triton_factory, bundled_server_factory):
+        with pytest.raises(RuntimeError, match=r"--trace-config.*'?<.*>,.*<value>"):
+            factory(MODELS, f"--trace-config={flag}")

@@ -514,7 +514,7 @@ def _trace_config(specs: list[str]) -> dict[str, dict[str, str]]:
         else:
             mode, setting = "", spec
         key, eq, value = setting.partition("=")
-        if not eq:
+        if not eq or not value:  # (tritonserver refuses an empty value: "triton,file=")
             raise OptionsError(f"--trace-config expects [<mode>,]<key>=<value>, got '{spec}'")
         values = config.setdefault(mode, {})
         if key in ("level", "resource") and key in values:

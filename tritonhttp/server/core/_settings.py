@@ -66,7 +66,7 @@ class TraceSettings:
         mode; every other key of the mode in force is shown as it was given. A key given
         more than once (``level``, ``resource``) holds its values joined by newlines."""
         glob = config.get("", {})
-        mode = glob.get("mode", "triton")
+        mode = glob.get("mode", "triton").lower()  # (tritonserver takes it in any case)
         if mode not in ("triton", "opentelemetry"):
             raise ValueError(f"Unknown trace mode '{mode}'")
         own = dict(config.get(mode, {}))
