@@ -98,6 +98,21 @@ def compare(ours: Reply, real: Reply) -> None:
         assert ours.headers.get(h) == real.headers.get(h), h
 
 
+def step_differences(real: Any, ours: Any, steps: Iterable[tuple[str, str, str]]) -> list[str]:
+    """Each (method, path, body) step sent to both servers in turn; a line per answer
+    that differs (status, content type or body)."""
+    problems = []
+    for method, path, body in steps:
+        r = exchange(real.url, method, path, body)
+        o = exchange(ours.url, method, path, body)
+        if (o.status, o.content_type, o.body) != (r.status, r.content_type, r.body):
+            problems.append(
+                f"{method} {path} {body}\n  ours {o.status} {o.body!r}"
+                f"\n  real {r.status} {r.body!r}"
+            )
+    return problems
+
+
 def infer_body(*inputs: tuple[str, str, list[int], list[Any]], **extra: Any) -> str:
     """A compact JSON /infer body of ``(name, datatype, shape, data)`` inputs."""
     return json.dumps(

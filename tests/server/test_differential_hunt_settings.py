@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ._wire import exchange
+from ._wire import exchange, step_differences
 
 pytestmark = pytest.mark.real_triton
 
@@ -28,19 +28,6 @@ def get(model: str | None = None) -> Step:
 
 def post(body: str, model: str | None = None) -> Step:
     return ("POST", f"/v2/models/{model}/trace/setting" if model else "/v2/trace/setting", body)
-
-
-def _differences(real: Any, ours: Any, steps: list[Step]) -> list[str]:
-    problems = []
-    for method, path, body in steps:
-        r = exchange(real.url, method, path, body)
-        o = exchange(ours.url, method, path, body)
-        if (o.status, o.content_type, o.body) != (r.status, r.content_type, r.body):
-            problems.append(
-                f"{method} {path} {body}\n  ours {o.status} {o.body!r}"
-                f"\n  real {r.status} {r.body!r}"
-            )
-    return problems
 
 
 #: each group leaves the settings as the server started
@@ -76,7 +63,7 @@ def test_setting_that_cannot_trace_is_refused(
     a count other than 0 (refused with no reason); the setting stays as it was."""
     args = (*args, "--exit-timeout-secs=7")
     real, ours = real_triton_factory(MODELS, *args), bundled_server_factory(MODELS, *args)
-    assert _differences(real, ours, INVALID_STEPS) == []
+    assert step_differences(real, ours, INVALID_STEPS) == []
     refused = exchange(ours.url, *post('{"trace_level":["TIMESTAMPS"],"trace_count":"0"}'))
     assert refused.status == 400
     assert refused.json() == {"error": "Attempting to set invalid trace setting :"}
@@ -96,7 +83,7 @@ def test_rate_named_before_the_missing_file(
         get(),
         get("add_sub"),
     ]
-    assert _differences(real, ours, steps) == []
+    assert step_differences(real, ours, steps) == []
     reply = exchange(ours.url, *steps[0])
     assert b"sample rate must be non-zero" in reply.body
 
@@ -128,10 +115,10 @@ def test_global_update_stops_at_an_invalid_model(
         post('{"trace_count":null}', "identity_bytes"),
         *[get(m) for m in MODELS_IN_ORDER],
     ]
-    assert _differences(real, ours, steps) == []
+    assert step_differences(real, ours, steps) == []
     assert b'"trace_level":["OFF"],"trace_rate":"9"' in exchange(ours.url, *get("simple")).body
     clear = [*[post(CLEAR, m) for m in MODELS_IN_ORDER], post(CLEAR)]
-    assert _differences(real, ours, [*clear, *[get(m) for m in MODELS_IN_ORDER]]) == []
+    assert step_differences(real, ours, [*clear, *[get(m) for m in MODELS_IN_ORDER]]) == []
 
 
 @pytest.mark.parametrize(
@@ -145,7 +132,7 @@ def test_trace_config_numbers(
     and keeps the rate and the log frequency unsigned."""
     args = (FILE, f"--trace-config={flag}")
     real, ours = real_triton_factory(MODELS, *args), bundled_server_factory(MODELS, *args)
-    assert _differences(real, ours, [get()]) == []
+    assert step_differences(real, ours, [get()]) == []
 
 
 @pytest.mark.parametrize("flag", ["rate=4294967296", "count=2147483648", "rate=-4294967297"])
@@ -189,7 +176,7 @@ def test_trace_mode_in_any_case(
     """``--trace-config mode=`` is taken in any case."""
     args = (f"--trace-config=mode={mode}",)
     real, ours = real_triton_factory(MODELS, *args), bundled_server_factory(MODELS, *args)
-    assert _differences(real, ours, [get()]) == []
+    assert step_differences(real, ours, [get()]) == []
     assert exchange(ours.url, *get()).json()["trace_mode"] == mode.lower()
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ._wire import binary_request, bytes_blob, exchange
+from ._wire import binary_request, bytes_blob, exchange, step_differences
 
 pytestmark = pytest.mark.real_triton
 
@@ -166,15 +166,7 @@ def test_trace_settings(real_triton_factory: Any, bundled_server_factory: Any) -
     args = (f"--trace-config=triton,file={TRACE_FILE}", "--trace-config=level=TIMESTAMPS",
             "--trace-config=rate=1")  # fmt: skip
     real, ours = _pair(real_triton_factory, bundled_server_factory, MODELS, *args)
-    problems = []
-    for method, path, body in TRACE_STEPS:
-        r = exchange(real.url, method, path, body)
-        o = exchange(ours.url, method, path, body)
-        if (o.status, o.content_type, o.body) != (r.status, r.content_type, r.body):
-            problems.append(
-                f"{method} {path} {body}\n  ours {o.status} {o.body!r}"
-                f"\n  real {r.status} {r.body!r}"
-            )
+    problems = step_differences(real, ours, TRACE_STEPS)
     assert not problems, "\n".join(problems)
 
 
