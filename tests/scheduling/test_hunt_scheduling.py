@@ -7,12 +7,20 @@ from typing import Any
 import pytest
 
 from ._probe import Probe, counts, info, metric_counts, outcome
+from .conftest import ProbePair, server_args
 
 pytestmark = pytest.mark.real_triton
 
 
+@pytest.fixture(scope="module")
+def own_probes(probe_pair: ProbePair) -> dict[str, Probe]:
+    """A pair of servers of this module's own (``--log-verbose=0`` only tells them apart
+    from the session's): other tests count what the shared pair's models did."""
+    return probe_pair("sched_models", *server_args(), "--log-verbose=0", tag="hunt")
+
+
 def test_a_few_microsecond_timeout_is_rejected_even_on_an_idle_instance(
-    probes: dict[str, Probe],
+    own_probes: dict[str, Probe],
 ) -> None:
     """Triton's batcher looks at a request some microseconds after queueing it, so a
     REJECT deadline of 1-2 µs has passed by then, idle instance or not (100 µs never
@@ -30,7 +38,7 @@ def test_a_few_microsecond_timeout_is_rejected_even_on_an_idle_instance(
         delta = {k: after[k] - before.get(k, 0) for k in after}
         return answers, served, delta, counts(p.stats("dyn_reject"))["fail"] - fails
 
-    results = {name: scenario(probe) for name, probe in probes.items()}
+    results = {name: scenario(probe) for name, probe in own_probes.items()}
     triton, ours = results["triton"], results["ours"]
     expired = (503, "text/plain", b'{"error":"Request timeout expired"}')
     assert triton[0] == [expired] * 3
