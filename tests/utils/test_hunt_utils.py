@@ -130,7 +130,17 @@ def test_set_with_a_bad_or_destroyed_handle_begins_with_tritonclients_text() -> 
         (np.int32, [1], 20, "offset 20 is past the end"),
         (np.int32, [1], 4.0, "offset must be an integer, not float"),
         (np.int32, [2.0], 0, "each dimension of shape must be an integer, not float"),
-        (np.int32, None, 0, "shape must be a list of integers, not None"),
+        pytest.param(
+            np.int32,
+            None,
+            0,
+            "shape must be a list of integers, not None",
+            # (before numpy 2, numpy took a None shape for () with a DeprecationWarning)
+            marks=pytest.mark.skipif(
+                np.lib.NumpyVersion(np.__version__) < "2.0.0",
+                reason="tritonclient's error for a None shape comes from numpy 2",
+            ),
+        ),
         ("no such type", [1], 0, "datatype must be a numpy dtype"),
     ],
 )
