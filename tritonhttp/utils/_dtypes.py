@@ -101,3 +101,16 @@ def triton_to_np_dtype(dtype: str) -> Any:
         if dtype == name:
             return np_type
     return None
+
+
+def read_dtype(datatype: object, error: type[Exception]) -> np.dtype[Any]:
+    """The numpy dtype a shared-memory read names: a numpy dtype or type, or a Triton
+    datatype name (``"FP32"``); anything else raises ``error`` (each module's own)."""
+    if isinstance(datatype, str) and datatype in TRITON_TO_NUMPY:
+        return TRITON_TO_NUMPY[datatype]
+    try:
+        return np.dtype(datatype)  # type: ignore[call-overload,no-any-return]
+    except TypeError:
+        raise error(
+            f"datatype must be a numpy dtype (or a Triton datatype name), not {datatype!r}"
+        ) from None

@@ -27,7 +27,7 @@ from .._bytes import (
     to_object_array,
     unpack_items,
 )
-from .._dtypes import TRITON_TO_NUMPY
+from .._dtypes import read_dtype
 from . import _runtime
 from ._dlpack import DLDeviceType, SharedMemoryTensor, read_dlpack
 from ._errors import CudaSharedMemoryException
@@ -370,17 +370,6 @@ def _shape_of(shape: object) -> tuple[int, ...]:
     return tuple(_non_negative(d, "each dimension of shape") for d in shape)
 
 
-def _dtype_of(datatype: object) -> np.dtype[Any]:
-    if isinstance(datatype, str) and datatype in TRITON_TO_NUMPY:
-        return TRITON_TO_NUMPY[datatype]
-    try:
-        return np.dtype(datatype)  # type: ignore[call-overload,no-any-return]
-    except TypeError:
-        raise CudaSharedMemoryException(
-            f"datatype must be a numpy dtype (or a Triton datatype name), not {datatype!r}"
-        ) from None
-
-
 def get_contents_as_numpy(
     cuda_shm_handle: CudaSharedMemoryRegion,
     datatype: Any,
@@ -395,7 +384,7 @@ def get_contents_as_numpy(
     """
     try:
         allocation = _live(cuda_shm_handle)
-        dtype = _dtype_of(datatype)
+        dtype = read_dtype(datatype, CudaSharedMemoryException)
         dims = _shape_of(shape)
         start = _non_negative(offset, "offset")
     except CudaSharedMemoryException as e:  # tritonclient's text first, then what is wrong

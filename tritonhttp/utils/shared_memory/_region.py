@@ -34,7 +34,7 @@ from .._bytes import (
     to_object_array,
     unpack_items,
 )
-from .._dtypes import TRITON_TO_NUMPY
+from .._dtypes import read_dtype
 from . import _posix, _registry
 from ._errors import SharedMemoryException
 
@@ -322,17 +322,6 @@ def set_shared_memory_region(
         ) from e
 
 
-def _resolve_dtype(datatype: object) -> np.dtype[Any]:
-    if isinstance(datatype, str) and datatype in TRITON_TO_NUMPY:
-        return TRITON_TO_NUMPY[datatype]
-    try:
-        return np.dtype(datatype)  # type: ignore[call-overload,no-any-return]
-    except TypeError:
-        raise _ReadTypeError(
-            f"datatype must be a numpy dtype (or a Triton datatype name), not {datatype!r}"
-        ) from None
-
-
 def _resolve_shape(shape: object) -> tuple[int, ...]:
     dims: Sequence[object]
     if isinstance(shape, (int, np.integer)):
@@ -360,7 +349,7 @@ def get_contents_as_numpy(
     the region or the handle was destroyed.
     """
     mapping = _live_mapping(shm_handle)
-    dtype = _resolve_dtype(datatype)
+    dtype = read_dtype(datatype, _ReadTypeError)
     dims = _resolve_shape(shape)
     start = _as_offset(offset, error=_ReadTypeError)
     count = 1
