@@ -34,6 +34,12 @@ __all__ = ["Pending", "PriorityQueue"]
 _HANDOVER_NS = 10_000
 
 
+def _passed_at_once(q: _LevelQueue, timeout_ns: int) -> bool:
+    """Whether a deadline ``timeout_ns`` away has passed when Triton's batcher first
+    looks (a REJECT deadline shorter than the hand-over)."""
+    return not q.delay_action and 0 < timeout_ns < _HANDOVER_NS
+
+
 class Pending:
     """A queued request: its future, when it arrived, its deadline and batch size."""
 
@@ -131,13 +137,13 @@ class PriorityQueue:
         if not self.has_timeouts:
             return False
         q = self._queue(level)
-        return not q.delay_action and 0 < self._timeout_ns(q, request) < _HANDOVER_NS
+        return _passed_at_once(q, self._timeout_ns(q, request))
 
     def push(self, item: Pending, level: int, now_ns: int) -> None:
         """Queue ``item`` (the caller checked :meth:`full`); sets its deadline."""
         q = self._queue(level)
         timeout_ns = self._timeout_ns(q, item.request)
-        if timeout_ns and timeout_ns < _HANDOVER_NS and not q.delay_action:
+        if _passed_at_once(q, timeout_ns):
             timeout_ns = -1  # (already past when the batcher first looks)
         item.deadline_ns = now_ns + timeout_ns if timeout_ns else 0
         item.level = level
