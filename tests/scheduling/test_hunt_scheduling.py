@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -10,6 +11,8 @@ from ._probe import Probe, counts, info, metric_counts, outcome
 from .conftest import ProbePair, server_args
 
 pytestmark = pytest.mark.real_triton
+
+_REJECTED = "nv_inference_request_failure[REJECTED]"
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +37,16 @@ def test_a_few_microsecond_timeout_is_rejected_even_on_an_idle_instance(
             for rid, t in (("t1", 1), ("t2", 2), ("t3", 1))
         ]
         served = info(p.post("dyn_reject", "ok", params={"timeout": 100_000}))["timeouts"]
-        after = metric_counts(p, "dyn_reject")
-        delta = {k: after[k] - before.get(k, 0) for k in after}
+        # (a server may count a request just after its answer went out: wait until the
+        # four requests are counted, at most 3 s)
+        deadline = time.monotonic() + 3
+        while True:
+            after = metric_counts(p, "dyn_reject")
+            delta = {k: after[k] - before.get(k, 0) for k in after}
+            done = delta["nv_inference_request_success"] + delta[_REJECTED]
+            if done >= 4 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         return answers, served, delta, counts(p.stats("dyn_reject"))["fail"] - fails
 
     results = {name: scenario(probe) for name, probe in own_probes.items()}
