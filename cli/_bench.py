@@ -115,11 +115,6 @@ def _check_usage(options: dict[str, Any], json_output: bool) -> None:
 
         parse_shape_option(options["shapes"])  # a malformed --shape before any request
     _check_request_count(options)
-    if options["streaming"] and options["report_path"]:
-        raise click.UsageError(
-            "-f writes perf_analyzer's CSV, which --streaming does not make: "
-            "use --profile-export-file (its CSV is written beside it)"
-        )
     if options["plot_path"]:
         from ._plot import check_available
 

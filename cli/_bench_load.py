@@ -212,6 +212,44 @@ def _run_threads(targets: list[Callable[[], None]]) -> None:
         thread.join()
 
 
+class _Stopping(threading.Event):
+    """The load's stop flag, and a budget of requests. The loop driver, which sends the
+    next request as it reads an answer, looks at ``is_set()`` then: with ``limit`` it
+    reads as set once the answers past a mark exceed a count. Workers (``sync``,
+    ``async``) take a ticket (``take()``) for each request instead."""
+
+    def __init__(self, records: list[Any]) -> None:
+        super().__init__()
+        self._records = records
+        self._mark = 0
+        self._after: int | None = None
+        self._tickets: int | None = None
+        self._lock = threading.Lock()
+
+    def limit(self, mark: int, after: int) -> None:
+        """Stop sending once more than ``after`` requests have finished past ``mark``."""
+        self._mark, self._after = mark, after
+
+    def tickets(self, count: int) -> None:
+        """Let ``take()`` succeed ``count`` times."""
+        self._tickets = count
+
+    def take(self) -> bool:
+        """Whether one more request may be sent (always, without tickets)."""
+        with self._lock:
+            if self._tickets is None:
+                return True
+            if self._tickets <= 0:
+                return False
+            self._tickets -= 1
+            return True
+
+    def is_set(self) -> bool:
+        if super().is_set():
+            return True
+        return self._after is not None and len(self._records) - self._mark > self._after
+
+
 class Load:
     """A level of load running in the background: ``start()``, read ``records``, ``stop()``."""
 
@@ -232,7 +270,7 @@ class Load:
         self.max_threads = max_threads
         self.rate = rate
         self.records: list[Any] = []
-        self.stopping = threading.Event()
+        self.stopping = _Stopping(self.records)
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -251,6 +289,19 @@ class Load:
         if self._thread is not None:
             self._thread.join()
 
+    def send_exactly(self, count: int) -> None:
+        """After ``stop()``: a closed loop (``count`` at least its concurrency) starts
+        again and sends exactly ``count`` requests, then lets them finish and ends."""
+        assert self.concurrency is not None and count >= self.concurrency
+        self.stopping = _Stopping(self.records)
+        if self.mode == "loop":
+            # Each answer frees a connection; the concurrency's first requests plus one
+            # per answer up to ``count - concurrency`` answers make ``count``.
+            self.stopping.limit(len(self.records), count - self.concurrency)
+        else:
+            self.stopping.tickets(count)
+        self.start()
+
     def _drive(self) -> None:
         if self.mode == "loop":
             self._loop()
@@ -265,7 +316,7 @@ class Load:
     def _closed_worker(self) -> None:
         worker = _Worker(self.target)
         try:
-            while not self.stopping.is_set():
+            while not self.stopping.is_set() and self.stopping.take():
                 self.records.append(worker.one())
         finally:
             worker.close()
@@ -310,6 +361,9 @@ class Load:
                     while not room.acquire(timeout=0.05):
                         if self.stopping.is_set():
                             return
+                    if self.stopping.is_set() or not self.stopping.take():
+                        room.release()
+                        return
                     prepared, sequence = self.target.source.next(state)
                     started = time.perf_counter()
                     late = due is not None and started - due > 0.001

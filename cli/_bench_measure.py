@@ -9,8 +9,12 @@ most ``1 + s/100``; its result merges those three windows. ``--max-trials`` wind
 without that is an unstable level and ends the sweep, as does a stabilising latency (of
 the merged result, or of any of the last three windows while trying) at or over ``-l``
 ms. With ``-n`` (or ``-d``) one window of that many requests (seconds) is the result.
-The server's statistics are read at each window's edges, so the server-side
-breakdown covers exactly the measured windows.
+Windows follow one another with no gap. At each edge the client's count is taken
+first and the server's statistics are read just after (perf_analyzer's order), so the
+server-side breakdown covers the measured windows. The two counts of a level can still
+differ by the requests in flight at its first and last edge: one that the server has
+answered but the client has not yet read counts on the server's side of the edge and on
+the client's side of the next (perf_analyzer has the same edges).
 """
 
 from __future__ import annotations
@@ -34,7 +38,15 @@ __all__ = [
     "server_delta",
 ]
 
-STAT_KEYS = ("success", "queue", "compute_input", "compute_infer", "compute_output")
+STAT_KEYS = (
+    "success",
+    "queue",
+    "compute_input",
+    "compute_infer",
+    "compute_output",
+    "cache_hit",
+    "cache_miss",
+)
 
 
 def percentile(ordered: list[float], q: float) -> float:
@@ -65,29 +77,98 @@ class MeasureOptions:
     on_window: Callable[[int, float, float], None] | None = None
 
 
-#: A reading of the server's statistics: (inference count, execution count, and
-#: ``{key: (count, ns)}`` for STAT_KEYS), or None when the server has none.
-Snapshot = tuple[int, int, dict[str, tuple[int, int]]] | None
+#: One model's statistics: (inference count, execution count, ``{key: (count, ns)}``
+#: for STAT_KEYS; a key the server does not report reads as no count).
+Totals = tuple[int, int, dict[str, tuple[int, int]]]
+#: A reading of the server's statistics: the model's Totals, and for an ensemble a
+#: fourth item, the Totals of every model in it by ``(name, version)``; None when the
+#: server has no statistics.
+Ensemble = tuple[int, int, dict[str, tuple[int, int]], dict[tuple[str, str], Totals]]
+Snapshot = Totals | Ensemble | None
 
 
 def server_delta(before: Snapshot, after: Snapshot) -> dict[str, float] | None:
-    """The server-side figures between two readings: counts, and average µs per request."""
+    """The server-side figures between two readings: counts, and average µs per request
+    (per cache hit and per cache miss for ``cache_hit`` and ``cache_miss``)."""
     if before is None or after is None:
         return None
+    return _delta(before[:3], after[:3])
+
+
+def _delta(before: Totals, after: Totals) -> dict[str, float]:
     out: dict[str, float] = {
         "inference_count": after[0] - before[0],
         "execution_count": after[1] - before[1],
     }
+    counts: dict[str, int] = {}
+    times: dict[str, int] = {}
     for key in STAT_KEYS:
-        count = after[2][key][0] - before[2][key][0]
-        ns = after[2][key][1] - before[2][key][1]
-        if key == "success":
-            out["success_count"] = count
-            key = "request"
-        out[key] = ns / count / 1000 if count > 0 else math.nan
-    parts = [out[k] for k in ("queue", "compute_input", "compute_infer", "compute_output")]
+        count = after[2].get(key, (0, 0))[0] - before[2].get(key, (0, 0))[0]
+        ns = after[2].get(key, (0, 0))[1] - before[2].get(key, (0, 0))[1]
+        counts[key], times[key] = count, ns
+        name = "request" if key == "success" else key
+        if key in ("success", "cache_hit", "cache_miss"):
+            out[f"{key}_count"] = count
+        out[name] = ns / count / 1000 if count > 0 else math.nan
+    # perf_analyzer's split: queue, then compute and the cache together per request
+    # that ran or hit the cache; the rest of the request's time is overhead.
+    compute_ns = sum(times[k] for k in ("compute_input", "compute_infer", "compute_output"))
+    served = counts["compute_input"] + counts["cache_hit"]
+    spent = compute_ns + times["cache_hit"] + times["cache_miss"]
+    out["compute_and_cache"] = spent / served / 1000 if served > 0 else math.nan
+    parts = [out["queue"], out["compute_and_cache"]]
     out["overhead"] = max(0.0, out["request"] - sum(p for p in parts if not math.isnan(p)))
     return out
+
+
+def composing_deltas(
+    before: Snapshot, after: Snapshot, steps: dict[str, list[tuple[str, str]]], model: str
+) -> list[dict[str, Any]] | None:
+    """The figures of the models an ensemble ``model`` runs, as perf_analyzer reports
+    them: one entry per step model (``model``, ``version``, ``server``), an ensemble
+    among them with its own ``composing``. ``steps`` maps an ensemble to its step
+    models ``(name, version)`` (version "" for the latest). None without readings."""
+    if before is None or after is None or len(before) < 4 or len(after) < 4:
+        return None
+    start, end = before[3], after[3]
+    out: list[dict[str, Any]] = []
+    for name, wanted in steps.get(model, []):
+        version = _stats_version(name, wanted, start, end)
+        if version is None:
+            continue
+        key = (name, version)
+        empty: Totals = (0, 0, {})
+        entry: dict[str, Any] = {
+            "model": name,
+            "version": version,
+            "server": _delta(start.get(key, empty), end[key]),
+        }
+        if name in steps:
+            entry["composing"] = composing_deltas(before, after, steps, name)
+        out.append(entry)
+    return out
+
+
+def _stats_version(
+    name: str,
+    wanted: str,
+    start: dict[tuple[str, str], Totals],
+    end: dict[tuple[str, str], Totals],
+) -> str | None:
+    """The version of ``name`` whose statistics count: the one asked for, else the
+    highest one that queued requests in between (else the highest one)."""
+    if wanted:
+        return wanted if (name, wanted) in end else None
+    versions = [v for n, v in end if n == name]
+    if not versions:
+        return None
+
+    def queued(v: str) -> int:
+        later = end[(name, v)][2].get("queue", (0, 0))[0]
+        return later - start.get((name, v), (0, 0, {}))[2].get("queue", (0, 0))[0]
+
+    busy = [v for v in versions if queued(v) > 0] or versions
+    return max(busy, key=lambda v: int(v) if v.isdigit() else -1)
 
 
 @dataclass
@@ -124,11 +205,23 @@ class LevelResult:
     delayed: int = 0
     sequences: int = 0
     metrics: dict[str, Any] | None = None
+    #: The server's readings at the edges of the measured windows.
+    readings: tuple[Snapshot, Snapshot] = field(default=(None, None), repr=False)
+    #: An ensemble's step models: perf_analyzer's "Composing models" (see
+    #: ``composing_deltas``); None for other models.
+    composing: list[dict[str, Any]] | None = None
+    #: Responses received (a decoupled model's run); None where a request is one response.
+    responses: int | None = None
 
     @property
     def throughput(self) -> float:
         """Successful requests per second."""
         return self.requests / self.window_s if self.window_s > 0 else 0.0
+
+    @property
+    def responses_per_sec(self) -> float:
+        """Responses per second (perf_analyzer's Response Throughput)."""
+        return (self.responses or 0) / self.window_s if self.window_s > 0 else 0.0
 
     @property
     def infer_per_sec(self) -> float:
@@ -200,18 +293,37 @@ def _wait_warmup(load: Load, options: MeasureOptions, progress: _Progress) -> No
         time.sleep(0.005)
 
 
+@dataclass
+class _Edge:
+    """Where a window starts: the count of records, the clock and the CPU clock then,
+    and the server's statistics read just after."""
+
+    mark: int
+    clock: float
+    cpu: float
+    stats: Snapshot
+
+
+def _edge(load: Load, stats: Callable[[], Snapshot]) -> _Edge:
+    """The client's edge first, then the server's reading, as perf_analyzer orders them:
+    a request finishing in between counts on the server and the client in the same
+    window, on the client's side of every edge alike."""
+    mark, clock, cpu = len(load.records), time.perf_counter(), time.process_time()
+    return _Edge(mark, clock, cpu, stats())
+
+
 def _one_window(
     load: Load,
     options: MeasureOptions,
     stats: Callable[[], Snapshot],
     progress: _Progress,
-    before: Snapshot,
+    begin: _Edge,
     total: float,
     index: int = 0,
-) -> Window:
-    """Measure one window from now: the ``index``-th (from 0) of at most ``total``."""
-    mark = len(load.records)
-    start, cpu = time.perf_counter(), time.process_time()
+) -> tuple[Window, _Edge]:
+    """Measure the ``index``-th window (from 0, of at most ``total``) from ``begin``:
+    (the window, its end, where the next window begins)."""
+    mark, start = begin.mark, begin.clock
     count = options.fixed_requests or (
         options.request_count if options.mode == "count_windows" else None
     )
@@ -228,29 +340,34 @@ def _one_window(
             if now - start >= span:
                 break
         time.sleep(0.002 if count is not None else 0.02)
-    last = len(load.records)  # the window's requests: those finished by its end
-    end, cpu_end = time.perf_counter(), time.process_time()
-    records = load.records[mark:last]
+    end_edge = _edge(load, stats)  # the window's requests: those finished by its end
+    end = end_edge.clock
+    records = load.records[mark : end_edge.mark]
     if options.fixed_requests is not None:
         records = records[: options.fixed_requests]
         if records:
             end = max(r[1] for r in records)
-    return Window(records, end - start, cpu_end - cpu, before, stats())
+    window = Window(records, end - start, end_edge.cpu - begin.cpu, begin.stats, end_edge.stats)
+    return window, end_edge
 
 
 def _windows(
-    load: Load, options: MeasureOptions, stats: Callable[[], Snapshot], progress: _Progress
+    load: Load,
+    options: MeasureOptions,
+    stats: Callable[[], Snapshot],
+    progress: _Progress,
+    edge: _Edge,
 ) -> tuple[list[Window], bool, bool]:
-    """Measure windows until stable: (windows kept, stable, over the latency threshold)."""
+    """Measure windows from ``edge`` until stable: (windows kept, stable, over the
+    latency threshold). Each window begins where the last one ended, so no request falls
+    between two."""
     fixed = options.fixed_requests is not None or options.fixed_duration_s is not None
     trials = 1 if fixed else options.max_trials
     windows: list[Window] = []
     figures: list[tuple[float, float]] = []
-    before = stats()
     limit = options.latency_threshold_ms
     for index in range(trials):
-        window = _one_window(load, options, stats, progress, before, trials, index)
-        before = window.after
+        window, edge = _one_window(load, options, stats, progress, edge, trials, index)
         windows.append(window)
         figures.append(_window_figures(window, options))
         if options.on_window is not None:
@@ -287,7 +404,13 @@ def measure_level(
     load.start()
     try:
         _wait_warmup(load, options, progress)
-        windows, is_stable, over = _windows(load, options, stats, progress)
+        exact = options.fixed_requests is not None and load.concurrency is not None
+        if exact:
+            load.stop()  # the warm-up's requests end before the window starts
+        edge = _edge(load, stats)
+        if exact and options.fixed_requests is not None:
+            load.send_exactly(options.fixed_requests)
+        windows, is_stable, over = _windows(load, options, stats, progress, edge)
     finally:
         load.stop()
     records = [r for w in windows for r in w.records]
@@ -314,6 +437,7 @@ def measure_level(
         client=client,
         delayed=sum(1 for r in records if len(r) > 6 and r[6]),
         sequences=sum(1 for r in records if len(r) > 7 and r[7]),
+        readings=(windows[0].before, windows[-1].after) if windows else (None, None),
     )
     limit = options.latency_threshold_ms
     if limit is not None and result.stabilizing_ms(options.percentile) >= limit:

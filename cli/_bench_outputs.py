@@ -16,7 +16,14 @@ if TYPE_CHECKING:
     from ._bench_measure import LevelResult
     from ._settings import Settings
 
-__all__ = ["export_csv_text", "write_export", "write_outputs", "write_text"]
+__all__ = [
+    "composing_path",
+    "export_csv_text",
+    "write_composing",
+    "write_export",
+    "write_outputs",
+    "write_text",
+]
 
 
 def write_text(path: str, text: str) -> None:
@@ -70,12 +77,17 @@ def write_outputs(
 
     if options["report_path"]:
         text = csv_text(
-            results, options["verbose_csv"], options["collect_metrics"], options["percentile"]
+            results,
+            options["verbose_csv"],
+            options["collect_metrics"],
+            options["percentile"],
+            cache=bool(extra.get("response_cache")),
         )
         if options["report_path"] == "-":
             settings.stdout.write(text)
         else:
             write_text(options["report_path"], text)
+            write_composing(options["report_path"], results, bool(extra.get("response_cache")))
     if options["export_path"]:
         records = [
             {load: int(r.level) if load == "concurrency" else r.level, "metrics": profile_record(r)}
@@ -107,6 +119,21 @@ def write_outputs(
         out = console(settings)
         out.print(results_table(model, load, results, out.width))
     _fail_on_errors(results)
+
+
+def composing_path(report: str, name: str, version: str) -> Path:
+    """Where the CSV of an ensemble's step model goes: beside ``-f``'s file, named
+    ``NAME_vVERSION.`` and that file's name (perf_analyzer's name)."""
+    path = Path(report)
+    return path.with_name(f"{name}_v{version}.{path.name}")
+
+
+def write_composing(report: str, results: list[LevelResult], cache: bool) -> None:
+    """An ensemble's ``-f``: one CSV per model it runs, beside the ensemble's."""
+    from ._bench_report import composing_csv_texts
+
+    for (name, version), text in composing_csv_texts(results, cache).items():
+        write_text(str(composing_path(report, name, version)), text)
 
 
 def _fail_on_errors(results: list[LevelResult]) -> None:

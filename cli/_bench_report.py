@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ._bench_measure import LevelResult
 
 __all__ = [
+    "composing_csv_texts",
     "csv_text",
     "level_json",
     "level_text",
@@ -32,8 +33,9 @@ def _level_name(r: LevelResult) -> str:
     return f"Request Rate: {r.level:g} inference requests per second"
 
 
-def level_text(r: LevelResult, percentile: int | None, verbose: bool) -> str:
-    """One level as perf_analyzer prints it (client side, then server side)."""
+def level_text(r: LevelResult, percentile: int | None, verbose: bool, cache: bool = False) -> str:
+    """One level as perf_analyzer prints it (client side, then server side; ``cache``:
+    the model or a model it runs has the response cache on)."""
     lat = r.latency_ms()
     lines = [_level_name(r), "  Client: ", f"    Request count: {r.requests + r.errors}"]
     if r.requests + r.errors and r.delayed / (r.requests + r.errors) > 0.1:
@@ -44,6 +46,8 @@ def level_text(r: LevelResult, percentile: int | None, verbose: bool) -> str:
     if r.sequences:
         lines.append(f"    Sequence count: {r.sequences} ({r.sequences / r.window_s:.2f} seq/sec)")
     lines.append(f"    Throughput: {r.infer_per_sec:g} infer/sec")
+    if r.responses is not None:
+        lines.append(f"    Response Throughput: {r.responses_per_sec:g} infer/sec")
     client = r.client
     if verbose:
         lines.append(
@@ -63,7 +67,8 @@ def level_text(r: LevelResult, percentile: int | None, verbose: bool) -> str:
     if r.errors:
         lines.append(f"    Failed requests: {r.errors} (first: {r.first_error})")
     if r.server is not None:
-        lines.extend(_server_lines(r.server))
+        lines.append("  Server: ")
+        lines.extend(_server_lines(r.server, r.composing, cache, 1))
     if r.metrics is not None:
         lines.extend(_metrics_lines(r.metrics))
     return "\n".join(line for line in lines if line)
@@ -99,22 +104,78 @@ def _http_line(r: LevelResult, verbose: bool) -> str:
     return f"    Avg HTTP time: {_us(total)} usec ({detail})"
 
 
-def _server_lines(s: dict[str, float]) -> list[str]:
-    lines = [
-        "  Server: ",
-        f"    Inference count: {int(s['inference_count'])}",
-        f"    Execution count: {int(s['execution_count'])}",
-        f"    Successful request count: {int(s['success_count'])}",
-    ]
+def _server_lines(
+    s: dict[str, float], composing: list[dict[str, Any]] | None, cache: bool, depth: int
+) -> list[str]:
+    """The server's figures of a model as perf_analyzer prints them; an ensemble's are
+    followed by those of its composing models, one step further in."""
+    pad = "  " * depth
+    lines = [f"{pad}  Inference count: {int(s['inference_count'])}"]
+    lines.append(f"{pad}  Execution count: {int(s['execution_count'])}")
+    if cache:
+        lines.append(f"{pad}  Cache hit count: {int(s.get('cache_hit_count', 0))}")
+        lines.append(f"{pad}  Cache miss count: {int(s.get('cache_miss_count', 0))}")
+    lines.append(f"{pad}  Successful request count: {int(s['success_count'])}")
     if not s["success_count"]:
         return lines
-    lines.append(
-        f"    Avg request latency: {_us(s['request'])} usec (overhead {_us(s['overhead'])} usec"
-        f" + queue {_us(s['queue'])} usec + compute input {_us(s['compute_input'])} usec"
-        f" + compute infer {_us(s['compute_infer'])} usec"
-        f" + compute output {_us(s['compute_output'])} usec)"
-    )
+    head = f"{pad}  Avg request latency: {_us(s['request'])} usec"
+    if composing is None:
+        lines.extend(_model_latency(head, s, cache, pad))
+        return lines
+    queue, compute, both = _ensemble_totals(composing)
+    if cache:
+        lines.append(
+            f"{head} (overhead {_us(max(0.0, s['request'] - queue - both))} usec + queue "
+            f"{_us(queue)} usec + cache hit/miss {_us(both)} usec)"
+        )
+    else:
+        lines.append(
+            f"{head} (overhead {_us(max(0.0, s['request'] - queue - compute))} usec + queue "
+            f"{_us(queue)} usec + compute {_us(compute)} usec)"
+        )
+    lines.append("")
+    lines.append(f"{pad}Composing models: ")
+    for step in composing:
+        lines.append(f"{pad}{step['model']}, version: {step['version']}")
+        lines.extend(_server_lines(step["server"], step.get("composing"), cache, depth + 1))
     return lines
+
+
+def _model_latency(head: str, s: dict[str, float], cache: bool, pad: str) -> list[str]:
+    parts = {k: _zero(s.get(k)) for k in ("compute_input", "compute_infer", "compute_output")}
+    compute = (
+        f"compute input {_us(parts['compute_input'])} usec + compute infer "
+        f"{_us(parts['compute_infer'])} usec + compute output {_us(parts['compute_output'])} usec"
+    )
+    if not cache:
+        return [
+            f"{head} (overhead {_us(s['overhead'])} usec + queue {_us(s['queue'])} usec + "
+            f"{compute})"
+        ]
+    miss = _zero(s.get("cache_miss"))
+    return [
+        f"{head} (overhead {_us(s['overhead'])} usec + queue {_us(s['queue'])} usec + "
+        f"cache hit/miss {_us(_zero(s.get('compute_and_cache')))} usec)",
+        f"{pad}{pad}  Average Cache Hit Latency: {_us(_zero(s.get('cache_hit')))} usec",
+        f"{pad}{pad}  Average Cache Miss Latency: {_us(miss + sum(parts.values()))} usec "
+        f"(cache lookup/insertion {_us(miss)} usec + {compute})",
+    ]
+
+
+def _ensemble_totals(composing: list[dict[str, Any]]) -> tuple[float, float, float]:
+    """An ensemble's queue, compute and compute-or-cache µs: the sums over the models
+    it runs (nested ensembles through theirs)."""
+    queue = compute = both = 0.0
+    for step in composing:
+        if step.get("composing") is not None:
+            q, c, b = _ensemble_totals(step["composing"])
+        else:
+            s = step["server"]
+            q = _zero(s.get("queue"))
+            c = sum(_zero(s.get(k)) for k in ("compute_input", "compute_infer", "compute_output"))
+            b = _zero(s.get("compute_and_cache"))
+        queue, compute, both = queue + q, compute + c, both + b
+    return queue, compute, both
 
 
 # -- the summary table -------------------------------------------------------------------
@@ -180,25 +241,36 @@ def _csv_percentiles(percentile: int | None) -> list[int]:
 
 
 def csv_text(
-    results: list[LevelResult], verbose: bool, metrics: bool, percentile: int | None = None
+    results: list[LevelResult],
+    verbose: bool,
+    metrics: bool,
+    percentile: int | None = None,
+    cache: bool = False,
+    decoupled: bool = False,
 ) -> str:
     """``-f`` CSV: perf_analyzer's columns (µs), rows by increasing throughput.
 
-    As perf_analyzer writes it: ``--percentile Q`` adds ``pQ latency`` among the
-    percentile columns (in order) and drops ``Avg latency`` from the ``--verbose-csv``
-    columns; the GPU columns of ``--collect-metrics`` come with ``--verbose-csv`` only."""
+    As perf_analyzer writes it: ``decoupled`` adds ``Response Throughput`` (responses
+    per second) after ``Inferences/Second``; ``cache`` (the response cache is on for the
+    model or a model it runs) adds ``Server Cache Hit`` and ``Server Cache Miss`` (µs
+    per hit, per miss) after ``Server Compute Output``; ``--percentile Q`` adds
+    ``pQ latency`` among the percentile columns (in order) and drops ``Avg latency``
+    from the ``--verbose-csv`` columns; the GPU columns of ``--collect-metrics`` come
+    with ``--verbose-csv`` only."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     first = "Concurrency" if not results or results[0].load == "concurrency" else "Request Rate"
     header = [
         first,
         "Inferences/Second",
+        *(["Response Throughput"] if decoupled else []),
         "Client Send",
         "Network+Server Send/Recv",
         "Server Queue",
         "Server Compute Input",
         "Server Compute Infer",
         "Server Compute Output",
+        *(["Server Cache Hit", "Server Cache Miss"] if cache else []),
         "Client Recv",
         *(f"p{q} latency" for q in _csv_percentiles(percentile)),
     ]
@@ -214,26 +286,46 @@ def csv_text(
         ]
     writer.writerow(header)
     for r in sorted(results, key=lambda r: r.infer_per_sec):
-        writer.writerow(_csv_row(r, verbose, metrics, percentile))
+        writer.writerow(_csv_row(r, verbose, metrics, percentile, cache, decoupled))
     return buffer.getvalue()
 
 
-def _csv_row(r: LevelResult, verbose: bool, metrics: bool, percentile: int | None) -> list[str]:
+def _server_cells(server: dict[str, float], cache: bool) -> tuple[float, list[float]]:
+    """(the µs the server accounts for per request, the queue, compute input, infer,
+    output (and cache hit, miss) cells), as perf_analyzer sums them: each average over
+    its own count."""
+    cells = [
+        _zero(server.get(k)) for k in ("queue", "compute_input", "compute_infer", "compute_output")
+    ]
+    compute = sum(
+        _zero(server.get(k)) for k in ("compute_input", "compute_infer", "compute_output")
+    )
+    hit, miss = _zero(server.get("cache_hit")), _zero(server.get("cache_miss"))
+    accounted = cells[0] + compute + hit + miss
+    return accounted, [*cells, *([hit, miss] if cache else [])]
+
+
+def _csv_row(
+    r: LevelResult,
+    verbose: bool,
+    metrics: bool,
+    percentile: int | None,
+    cache: bool,
+    decoupled: bool,
+) -> list[str]:
     from ._bench_measure import percentile as pick
 
     lat = r.latency_ms()
-    server = r.server or {}
     send = _zero(r.client.get("send_us"))
     recv = _zero(r.client.get("recv_us"))
     avg_us = _zero(lat["avg"] * 1000)
-    queue = _zero(server.get("queue"))
-    compute = [_zero(server.get(k)) for k in ("compute_input", "compute_infer", "compute_output")]
-    network = max(0.0, avg_us - send - recv - queue - sum(compute))
-    level = str(int(r.level)) if r.load == "concurrency" else f"{r.level:g}"
+    accounted, server = _server_cells(r.server or {}, cache)
+    network = max(0.0, avg_us - send - recv - accounted)
     row = [
-        level,
+        _level_cell(r),
         f"{r.infer_per_sec:g}",
-        *(str(int(v)) for v in (send, network, queue, *compute, recv)),
+        *([f"{r.responses_per_sec:g}"] if decoupled else []),
+        *(str(int(v)) for v in (send, network, *server, recv)),
     ]
     row += [str(int(_zero(pick(r.latencies_s, q) * 1e6))) for q in _csv_percentiles(percentile)]
     if verbose:
@@ -243,6 +335,58 @@ def _csv_row(r: LevelResult, verbose: bool, metrics: bool, percentile: int | Non
     if verbose and metrics:
         row += _gpu_cells(r.metrics or {})
     return row
+
+
+def _level_cell(r: LevelResult) -> str:
+    return str(int(r.level)) if r.load == "concurrency" else f"{r.level:g}"
+
+
+def composing_csv_texts(results: list[LevelResult], cache: bool) -> dict[tuple[str, str], str]:
+    """perf_analyzer's CSV of each model an ensemble runs, by ``(name, version)``: the
+    ensemble's layout up to ``Client Recv``, the server's figures of that model, its
+    inferences per second the ensemble's scaled by the ratio of their successful
+    requests, and ``Client Send`` and ``Client Recv`` 0."""
+    ordered = sorted(results, key=lambda r: r.infer_per_sec)
+    if not ordered or not ordered[0].composing:
+        return {}
+    texts: dict[tuple[str, str], str] = {}
+    for step in ordered[0].composing:
+        key = (step["model"], step["version"])
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        first = "Concurrency" if ordered[0].load == "concurrency" else "Request Rate"
+        writer.writerow(
+            [
+                first,
+                "Inferences/Second",
+                "Client Send",
+                "Network+Server Send/Recv",
+                "Server Queue",
+                "Server Compute Input",
+                "Server Compute Infer",
+                "Server Compute Output",
+                *(["Server Cache Hit", "Server Cache Miss"] if cache else []),
+                "Client Recv",
+            ]
+        )
+        for r in ordered:
+            mine = next((c for c in r.composing or [] if (c["model"], c["version"]) == key), None)
+            server = mine["server"] if mine is not None else {}
+            accounted, cells = _server_cells(server, cache)
+            overhead = max(0.0, _zero(server.get("request")) - accounted)
+            ensemble = (r.server or {}).get("success_count", 0)
+            ratio = server.get("success_count", 0) / ensemble if ensemble else 0.0
+            writer.writerow(
+                [
+                    _level_cell(r),
+                    f"{ratio * r.infer_per_sec:g}",
+                    "0",
+                    *(str(int(v)) for v in (overhead, *cells)),
+                    "0",
+                ]
+            )
+        texts[key] = buffer.getvalue()
+    return texts
 
 
 def _zero(value: float | None) -> float:
@@ -284,6 +428,8 @@ def level_json(r: LevelResult, percentile: int | None = None) -> dict[str, Any]:
         "sequences": r.sequences,
         "metrics": r.metrics,
         "first_error": r.first_error,
+        **({"responses": r.responses} if r.responses is not None else {}),
+        **({"composing_models": r.composing} if r.composing is not None else {}),
     }
 
 

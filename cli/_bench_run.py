@@ -119,25 +119,100 @@ def measure_options(
     )
 
 
-def server_stats(
+@dataclass
+class ModelFacts:
+    """What perf_analyzer's report depends on in the model's configuration."""
+
+    #: every ensemble of the run (the model, nested ones) -> its step models
+    #: ``(name, version)``, version "" for the latest
+    steps: dict[str, list[tuple[str, str]]]
+    #: ``response_cache { enable: true }`` on the model or on a model it runs
+    cache: bool
+    decoupled: bool
+
+
+def model_facts(
     client: tritonhttp.InferenceServerClient, model: str, version: str, headers: Any
-) -> Callable[[], Snapshot]:
-    """A reader of the model's statistics (None when the server has no statistics)."""
+) -> ModelFacts:
+    """Read the model's configuration, and for an ensemble those of its step models."""
+    config = client.get_model_config(model, version, headers=headers)
+    facts = ModelFacts({}, _cache_on(config), _decoupled(config))
+    pending = [(model, config)]
+    while pending:
+        name, cfg = pending.pop()
+        if cfg.get("platform") != "ensemble" or name in facts.steps:
+            continue
+        steps = []
+        for step in cfg.get("ensemble_scheduling", {}).get("step", []):
+            wanted = int(step.get("model_version", -1))
+            steps.append((str(step["model_name"]), "" if wanted == -1 else str(wanted)))
+        facts.steps[name] = steps
+        for step_name, step_version in steps:
+            try:
+                step_cfg = client.get_model_config(step_name, step_version, headers=headers)
+            except Exception:  # the ensemble answers for itself; its report just has less
+                continue
+            facts.cache = facts.cache or _cache_on(step_cfg)
+            pending.append((step_name, step_cfg))
+    return facts
+
+
+def _cache_on(config: dict[str, Any]) -> bool:
+    return bool(config.get("response_cache", {}).get("enable"))
+
+
+def _decoupled(config: dict[str, Any]) -> bool:
+    return bool(config.get("model_transaction_policy", {}).get("decoupled"))
+
+
+def _totals(entry: dict[str, Any]) -> tuple[int, int, dict[str, tuple[int, int]]]:
     from ._bench_measure import STAT_KEYS
+
+    stats = entry.get("inference_stats", {})
+    totals = {}
+    for k in STAT_KEYS:
+        figure = stats.get(k, {})
+        totals[k] = (int(figure.get("count", 0)), int(figure.get("ns", 0)))
+    return int(entry.get("inference_count", 0)), int(entry.get("execution_count", 0)), totals
+
+
+def _summed(entries: list[dict[str, Any]]) -> tuple[int, int, dict[str, tuple[int, int]]]:
+    from ._bench_measure import STAT_KEYS
+
+    infer = execs = 0
+    totals = {k: (0, 0) for k in STAT_KEYS}
+    for entry in entries:
+        i, e, t = _totals(entry)
+        infer, execs = infer + i, execs + e
+        totals = {k: (totals[k][0] + t[k][0], totals[k][1] + t[k][1]) for k in STAT_KEYS}
+    return infer, execs, totals
+
+
+def server_stats(
+    client: tritonhttp.InferenceServerClient,
+    model: str,
+    version: str,
+    headers: Any,
+    steps: dict[str, list[tuple[str, str]]] | None = None,
+) -> Callable[[], Snapshot]:
+    """A reader of the model's statistics (None when the server has no statistics).
+    For an ensemble (``steps``) one reading of every model's statistics also gives
+    those of the models it runs."""
 
     def read() -> Snapshot:
         try:
-            answer = client.get_inference_statistics(model, version, headers=headers)
-            totals = {k: (0, 0) for k in STAT_KEYS}
-            infer = execs = 0
-            for entry in answer["model_stats"]:
-                stats = entry["inference_stats"]
-                infer += int(entry.get("inference_count", 0))
-                execs += int(entry.get("execution_count", 0))
-                for k in STAT_KEYS:
-                    c, n = totals[k]
-                    totals[k] = (c + int(stats[k]["count"]), n + int(stats[k]["ns"]))
-            return infer, execs, totals
+            if not steps:
+                answer = client.get_inference_statistics(model, version, headers=headers)
+                return _summed(answer["model_stats"])
+            answer = client.get_inference_statistics(headers=headers)
+            entries = answer["model_stats"]
+            mine = [e for e in entries if e["name"] == model]
+            if version:
+                mine = [e for e in mine if e["version"] == version]
+            named = {n for ensemble in steps.values() for n, _ in ensemble}
+            others = {(e["name"], e["version"]): _totals(e) for e in entries if e["name"] in named}
+            infer, execs, totals = _summed(mine)
+            return infer, execs, totals, others
         except Exception:  # statistics are a bonus: never fail the bench over them
             return None
 
@@ -303,11 +378,12 @@ def run_bench(settings: Settings, model: str, options: dict[str, Any]) -> None:
         mode = _choose_mode(plan, target)
         batch = options["batch_size"] if io.batches else 1
         measure = measure_options(options, batch, settings)
-        stats = server_stats(client, model, target.version, settings.request_headers)
-        results, interrupted = _sweep(settings, target, plan, mode, measure, stats, options)
+        facts = model_facts(client, model, target.version, settings.request_headers)
+        stats = server_stats(client, model, target.version, settings.request_headers, facts.steps)
+        results, interrupted = _sweep(settings, target, plan, mode, measure, stats, options, facts)
     from ._bench_outputs import write_outputs
 
-    extra = {"mode": mode, "batch_size": batch}
+    extra = {"mode": mode, "batch_size": batch, "response_cache": facts.cache}
     if not interrupted:
         write_outputs(settings, model, plan.load, results, options, extra)
         return
@@ -341,8 +417,10 @@ def _sweep(
     measure: MeasureOptions,
     stats: Callable[[], Snapshot],
     options: dict[str, Any],
+    facts: ModelFacts,
 ) -> tuple[list[LevelResult], bool]:
     """Measure the levels: (the results, whether Ctrl-C cut the sweep short)."""
+    from ._bench_measure import composing_deltas
     from ._bench_progress import progress_bar
 
     results: list[LevelResult] = []
@@ -355,6 +433,7 @@ def _sweep(
         def run(level: float) -> tuple[LevelResult, bool]:
             current[:] = [_level_name(plan.load, level)]
             result, over = _level(target, plan, mode, measure, stats, level, start, sampler)
+            result.composing = composing_deltas(*result.readings, facts.steps, target.model)
             # kept before it is shown, so that Ctrl-C cannot leave a shown level out
             if options["binary_search"] or (result.stable and not over):
                 results.append(result)
@@ -362,9 +441,8 @@ def _sweep(
             if show and result.stable and not over:
                 from ._bench_report import level_text
 
-                click.echo(
-                    level_text(result, measure.percentile, options["verbose"]), file=settings.stdout
-                )
+                text = level_text(result, measure.percentile, options["verbose"], facts.cache)
+                click.echo(text, file=settings.stdout)
             return result, over
 
         try:

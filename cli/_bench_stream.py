@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import tritonhttp
 
     from ._bench_load import Schedule
+    from ._bench_measure import LevelResult, Snapshot
     from ._bench_prompts import Prompt
     from ._settings import Settings
 
@@ -61,6 +62,7 @@ class StreamRecord:
     end: float = 0.0
     input_tokens: int = 0
     error: str | None = None
+    responses: int = 0  # every response received, with or without a token
 
     @property
     def output_tokens(self) -> int:
@@ -121,11 +123,13 @@ class _Stream:
                 with stream:
                     for event in stream:
                         record.tokens.append((time.perf_counter(), self._tokens(event)))
+                        record.responses += 1
             else:
                 answer = self.client.generate(
                     self.model, inputs, self.version, parameters, headers=headers
                 )
                 record.tokens.append((time.perf_counter(), self._tokens(answer)))
+                record.responses = 1
         except Exception as e:
             record.error = describe(e)
         record.end = time.perf_counter()
@@ -244,11 +248,13 @@ def _level(
     level: float,
     options: dict[str, Any],
     report: Callable[[float, int], None],
+    stats: Callable[[], Snapshot] | None = None,
 ) -> Any:
     """Run one level: (the measured records, the measured span in seconds, the client's
-    CPU per request and busy share). The first
+    CPU per request and busy share, the server's readings). The first
     ``--warmup-request-count`` requests, and with ``-d`` those sent in the first
-    ``--warmup`` seconds, are not measured."""
+    ``--warmup`` seconds, are not measured. ``stats`` (for ``-f``) is read when the
+    warm-up is over and once every request has ended."""
     from ._bench_load import Schedule
 
     count: int | None = options["request_count"]
@@ -258,9 +264,20 @@ def _level(
     begin = time.perf_counter()
     measured_from = begin + (options["warmup"] if options["duration"] else 0.0)
     deadline = measured_from + (options["duration"] or 0.0)
+    readings: list[Snapshot] = []
+    edge = threading.Lock()
+
+    def warm_edge(finished: int, now: float) -> None:
+        if stats is not None and not readings and finished >= warm and now >= measured_from:
+            with edge:
+                if not readings:
+                    readings.append(stats())
+
+    warm_edge(0, begin)
 
     def done(records: list[StreamRecord]) -> bool:
         now = time.perf_counter()
+        warm_edge(len(records), now)
         if count is not None:
             report(len(records) / (warm + count), len(records))
             return len(records) >= warm + count
@@ -280,12 +297,13 @@ def _level(
         "client_cpu_per_request": {"unit": "us", "avg": cpu / max(len(records), 1) * 1e6},
         "client_busy": {"unit": "%", "avg": cpu / wall * 100 if wall > 0 else float("nan")},
     }
+    if stats is not None:
+        readings[1:] = [stats()]
     measured = [r for r in records[warm:] if r.start >= measured_from]
     if count is not None:
         measured = measured[:count]
-    if not measured:
-        return measured, 0.0, client
-    return measured, max(r.end for r in measured) - min(r.start for r in measured), client
+    span = max(r.end for r in measured) - min(r.start for r in measured) if measured else 0.0
+    return measured, span, client, tuple(readings) if len(readings) == 2 else (None, None)
 
 
 def _setup(settings: Settings, client: Any, model: str, options: dict[str, Any]) -> _Stream:
@@ -324,16 +342,51 @@ def _setup(settings: Settings, client: Any, model: str, options: dict[str, Any])
     )
 
 
+def _pa_result(
+    load: str, level: float, records: list[StreamRecord], span: float, readings: Any
+) -> LevelResult:
+    """A level as perf_analyzer's ``-f`` CSV sees it: every request's latency to its
+    last response, its responses, no client send or receive (perf_analyzer times
+    neither for a streamed model), the server's figures between the readings."""
+    from ._bench_measure import LevelResult, server_delta
+
+    ok = sorted(r.end - r.start for r in records if r.error is None)
+    errors = [r.error for r in records if r.error is not None]
+    return LevelResult(
+        load,
+        level,
+        len(ok),
+        len(errors),
+        span,
+        ok,
+        first_error=errors[0] if errors else None,
+        server=server_delta(*readings),
+        readings=readings,
+        responses=sum(r.responses for r in records if r.error is None),
+    )
+
+
 def run_streaming(settings: Settings, model: str, options: dict[str, Any]) -> None:
-    """The whole ``--streaming`` run: every level, then the outputs."""
+    """The whole ``--streaming`` run: every level, then the outputs (with ``-f``,
+    perf_analyzer's CSV of the levels too)."""
+    from ._bench_measure import composing_deltas
     from ._bench_progress import progress_bar
     from ._bench_prompts import parse_goodput
-    from ._bench_run import _level_name, _plan, interrupted_note, report_interrupted
+    from ._bench_report import csv_text
+    from ._bench_run import (
+        _level_name,
+        _plan,
+        interrupted_note,
+        model_facts,
+        report_interrupted,
+        server_stats,
+    )
 
     goodput = parse_goodput(options["goodput"])
     plan = _plan(options)
     pool = int(max(plan.levels)) if plan.load == "concurrency" else plan.max_threads
     results = []
+    measured: list[LevelResult] = []
     current: str | None = None  # the level being measured
     interrupted = False
     with settings.client(concurrency=pool) as client:
@@ -341,6 +394,11 @@ def run_streaming(settings: Settings, model: str, options: dict[str, Any]) -> No
         first = stream.one()
         if first.error is not None:
             raise CliError(first.error)
+        headers = settings.request_headers
+        facts = model_facts(client, model, stream.version, headers)
+        stats = None
+        if options["report_path"]:
+            stats = server_stats(client, model, stream.version, headers, facts.steps)
         with progress_bar(settings, options["progress_interval"]) as start:
             try:
                 for level in plan.levels:
@@ -350,20 +408,37 @@ def run_streaming(settings: Settings, model: str, options: dict[str, Any]) -> No
                         if plan.load == "concurrency"
                         else f"{level:g}/s"
                     )
-                    records, span, client = _level(stream, plan.load, level, options, start(name))
+                    records, span, cost, readings = _level(
+                        stream, plan.load, level, options, start(name), stats
+                    )
                     metrics = compute_metrics(records, span, goodput)
                     if options["verbose"]:  # the client's own cost: is it the limit?
-                        metrics.update(client)
+                        metrics.update(cost)
+                    result = _pa_result(plan.load, level, records, span, readings)
+                    result.composing = composing_deltas(
+                        readings[0], readings[1], facts.steps, model
+                    )
+                    measured.append(result)
                     results.append((level, records, metrics))
                     current = None
             except KeyboardInterrupt:
                 interrupted = True
     from ._bench_stream_report import write_stream_outputs
 
+    def write() -> None:
+        table = None
+        if options["report_path"]:
+            table = csv_text(
+                measured, False, False, None, cache=facts.cache, decoupled=stream.decoupled
+            )
+        write_stream_outputs(
+            settings, model, plan.load, results, options, table, measured, facts.cache
+        )
+
     if not interrupted:
-        write_stream_outputs(settings, model, plan.load, results, options)
+        write()
         return
     interrupted_note(current, len(results))
     if not results:
         raise KeyboardInterrupt
-    report_interrupted(lambda: write_stream_outputs(settings, model, plan.load, results, options))
+    report_interrupted(write)

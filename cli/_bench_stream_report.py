@@ -12,6 +12,7 @@ from ._errors import CliError
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from ._bench_measure import LevelResult
     from ._bench_stream import StreamRecord
     from ._settings import Settings
 
@@ -87,12 +88,27 @@ def _level_key(load: str, level: float) -> Any:
 
 
 def write_stream_outputs(
-    settings: Settings, model: str, load: str, results: list[Level], options: dict[str, Any]
+    settings: Settings,
+    model: str,
+    load: str,
+    results: list[Level],
+    options: dict[str, Any],
+    report: str | None = None,
+    measured: list[LevelResult] | None = None,
+    cache: bool = False,
 ) -> None:
-    """The table (or ``--json``), the export and the plot; then fail if requests failed."""
-    from ._bench_outputs import _settings_json, write_export
+    """The table (or ``--json``), ``-f``'s CSV (``report``; an ensemble's step models
+    beside it, from ``measured``), the export and the plot; then fail if requests
+    failed."""
+    from ._bench_outputs import _settings_json, write_composing, write_export, write_text
     from ._bench_stats import finite
     from ._render import console, emit_json
+
+    if report is not None and options["report_path"] == "-":
+        settings.stdout.write(report)
+    elif report is not None:
+        write_text(options["report_path"], report)
+        write_composing(options["report_path"], measured or [], cache)
 
     experiments = [
         {load: _level_key(load, level), "metrics": metrics} for level, _, metrics in results
@@ -123,7 +139,7 @@ def write_stream_outputs(
                 }
             ),
         )
-    else:
+    elif options["report_path"] != "-":
         out = console(settings)
         for level, _, metrics in results:
             what = "concurrency" if load == "concurrency" else "request rate"
