@@ -280,6 +280,9 @@ class InferenceServerClient(ClientCommon):
         self._inline = self._direct and not verbose and self._pending is None
         self._closed = False
         self._closing = threading.Event()  # set by close(): ends retry back-offs at once
+        # async_infer requests waiting out a back-off (close() wakes them)
+        self._sleepers: set[Cancel] = set()
+        self._sleepers_lock = threading.Lock()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -302,22 +305,31 @@ class InferenceServerClient(ClientCommon):
         return f"<InferenceServerClient {[a.url for a in self._addresses]}>"
 
     def close(self) -> None:
-        """Wait for outstanding ``async_infer`` requests, then close all connections.
+        """Close all connections; every call still in progress ends at once.
 
-        Idempotent; afterwards every call raises ``ClientClosedError`` (a ``RuntimeError``).
+        A call another thread is making (waiting for its answer, for a free connection
+        or out a retry back-off), a ``generate_stream`` being read and an ``async_infer``
+        request not yet answered raise ``ClientClosedError`` (a ``RuntimeError``); an
+        answer already received is kept (``get_result`` returns it). Returns once every
+        ``async_infer`` request is over. Idempotent; afterwards every call raises
+        ``ClientClosedError``.
         """
         if self._closed:
             return
         self._closed = True
-        self._closing.set()
+        self._closing.set()  # blocking calls waiting out a back-off
+        with self._sleepers_lock:
+            sleepers = list(self._sleepers)
+        for cancel in sleepers:
+            cancel.wake()
         for pool in self._pools:
-            pool.settle_all()  # async_infer responses still in their sockets
+            pool.close()  # shuts down the sockets of the exchanges in progress
+        for pool in self._pools:
+            pool.settle_all()  # async_infer responses left in their sockets
         with self._executor_lock:
             executor = self._executor
         if executor is not None:
             executor.shutdown(wait=True)
-        for pool in self._pools:
-            pool.close()
 
     # -- request pipeline ----------------------------------------------------------------
 
@@ -403,9 +415,25 @@ class InferenceServerClient(ClientCommon):
             if cancel is None:  # a blocking call: close() from another thread ends it
                 if self._closing.wait(wait) if wait else self._closed:
                     raise ClientClosedError("the client has been closed")
-            elif cancel.sleep(wait) if wait else cancel.cancelled:
-                # cancel() during the back-off ends the wait at once
+                continue
+            if wait:  # cancel() or close() during the back-off ends the wait at once
+                self._back_off(cancel, wait)
+            if cancel.cancelled:
                 raise RequestCancelled("the request was cancelled")
+            if self._closed:
+                raise ClientClosedError("the client has been closed")
+
+    def _back_off(self, cancel: Cancel, wait: float) -> None:
+        """Wait ``wait`` seconds before an ``async_infer`` request's retry, unless it is
+        cancelled or the client closed meanwhile."""
+        with self._sleepers_lock:
+            self._sleepers.add(cancel)
+        try:
+            if not self._closed:  # else close() may have looked before the add
+                cancel.sleep(wait)
+        finally:
+            with self._sleepers_lock:
+                self._sleepers.discard(cancel)
 
     def _one_round(
         self,

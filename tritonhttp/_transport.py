@@ -12,6 +12,10 @@ by httptools, and the body received straight into its final buffer with ``recv_i
 * On Linux the network timeout of a plain TCP socket is kept by the kernel, so that a
   request is three system calls (the idle check, ``sendmsg``, ``recv_into``).
 * A request may carry a :class:`Cancel`: another thread can then stop it at once.
+* :meth:`ConnectionPool.close` shuts down the sockets of the exchanges in progress:
+  every call, ``InFlight`` response and stream still using the pool ends at once with
+  ``ClientClosedError``. The pool knows every connection it opened (a set changed only
+  when a connection is opened or closed, so a request costs nothing more).
 * :meth:`ConnectionPool.send_now` sends a small request from the caller's thread on an
   idle connection and leaves its response in the socket until someone asks for it
   (:class:`InFlight`): ``async_infer`` without a thread hop. A thread that needs a
@@ -158,6 +162,15 @@ class Cancel:
             conn.shutdown()
         if wake is not None:
             wake.set()
+
+    def wake(self) -> None:
+        """End the current (or next) :meth:`sleep` at once without cancelling the
+        request (the client was closed)."""
+        with self._lock:
+            if self._wake is None:
+                self._wake = threading.Event()
+            wake = self._wake
+        wake.set()
 
     def sleep(self, seconds: float) -> bool:
         """Wait ``seconds`` (a retry's back-off) unless the request is cancelled
@@ -368,6 +381,7 @@ class ConnectionPool:
         for _ in range(size):
             self._slots.put(None)
         self._idle: list[_Connection] = []
+        self._open: set[_Connection] = set()  # idle or in use; changed under _lock
         self._inflight: collections.deque[InFlight] = collections.deque()
         self._lock = threading.Lock()
         self._closed = False
@@ -433,7 +447,7 @@ class ConnectionPool:
                 finally:
                     cancel.attach(None)
             except BaseException:
-                conn.close()  # e.g. KeyboardInterrupt mid-response: never reuse it
+                self._drop(conn)  # e.g. KeyboardInterrupt mid-response: never reuse it
                 raise
         except BaseException:
             self._slots.put(None)
@@ -453,6 +467,8 @@ class ConnectionPool:
             if oldest is not None:
                 oldest.settle_quietly()
                 continue
+            if self._closed:  # e.g. every slot held by a stream nobody reads
+                raise ClientClosedError("the client has been closed (connection pool closed)")
             try:
                 slots.get(timeout=_SLOT_WAIT)
                 return
@@ -495,7 +511,7 @@ class ConnectionPool:
             conn._send_request(head, body, size, reader)
         except (OSError, TransportError):
             cancel.attach(None)
-            conn.close()
+            self._drop(conn)
             self._slots.put(None)
             return None
         flight = InFlight(self, conn, cancel)
@@ -504,7 +520,7 @@ class ConnectionPool:
         return flight
 
     def settle_all(self) -> None:
-        """Read every :class:`InFlight` response still in its socket (before closing)."""
+        """Settle every :class:`InFlight` request (after :meth:`close`: each ends at once)."""
         while (oldest := self._oldest_inflight()) is not None:
             oldest.settle_quietly()
 
@@ -518,7 +534,7 @@ class ConnectionPool:
             self._inflight.remove(flight)
         try:
             if keep_alive is None:
-                conn.close()
+                self._drop(conn)
             else:
                 self._checkin(conn, keep_alive)
         finally:
@@ -529,7 +545,7 @@ class ConnectionPool:
         with self._lock:
             flights, self._inflight = list(self._inflight), collections.deque()
         for flight in flights:
-            flight._conn.close()
+            self._drop(flight._conn)
 
     def _exchange(
         self,
@@ -543,10 +559,12 @@ class ConnectionPool:
         try:
             return conn, run(conn)
         except _Failure as failure:
-            conn.close()
+            self._drop(conn)
             cause = failure.cause
             if cancel is not None and cancel.cancelled:
                 raise RequestCancelled("the request was cancelled") from None
+            if self._closed:  # close() shut the socket down
+                raise ClientClosedError("the client has been closed") from None
             retry = (
                 reused
                 and not failure.answered
@@ -561,12 +579,14 @@ class ConnectionPool:
                 cancel.attach(fresh)
             outcome = run(fresh)
         except _Failure as again:
-            fresh.close()
+            self._drop(fresh)
             if cancel is not None and cancel.cancelled:
                 raise RequestCancelled("the request was cancelled") from None
+            if self._closed:
+                raise ClientClosedError("the client has been closed") from None
             raise self._error(again.cause) from again.cause
         except BaseException:
-            fresh.close()
+            self._drop(fresh)
             raise
         return fresh, outcome
 
@@ -583,7 +603,7 @@ class ConnectionPool:
                 conn = self._idle.pop()
             if not conn.is_stale():
                 return conn
-            conn.close()
+            self._drop(conn)
 
     def _checkin(self, conn: _Connection, keep_alive: bool) -> None:
         if keep_alive:
@@ -591,6 +611,12 @@ class ConnectionPool:
                 if not self._closed:
                     self._idle.append(conn)
                     return
+        self._drop(conn)
+
+    def _drop(self, conn: _Connection) -> None:
+        """Close ``conn`` for good (not an idle connection: those are in ``_idle``)."""
+        with self._lock:
+            self._open.discard(conn)
         conn.close()
 
     def _connect(self) -> _Connection:
@@ -613,15 +639,27 @@ class ConnectionPool:
         except OSError as e:
             sock.close()
             raise transport_error(e, self._url, connecting=True) from e
-        return _Connection(sock, self._ssl_context is not None)
+        conn = _Connection(sock, self._ssl_context is not None)
+        with self._lock:
+            if not self._closed:
+                self._open.add(conn)
+                return conn
+        conn.close()  # closed while connecting
+        raise ClientClosedError("the client has been closed (connection pool closed)")
 
     def close(self) -> None:
-        """Close idle connections now and busy ones when their request finishes."""
+        """Close the idle connections, and shut down the sockets of the exchanges in
+        progress: each ends at once with ``ClientClosedError`` (its thread closes the
+        connection). Idempotent."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            busy = self._open.difference(idle)
+            self._open.clear()
         for conn in idle:
             conn.close()
+        for conn in busy:  # never closed here: another thread may be reading it
+            conn.shutdown()
 
 
 class InFlight:
@@ -683,6 +721,8 @@ class InFlight:
             cause = _timed_out(e) if isinstance(e, OSError) else e
             if self._cancel.cancelled:
                 self._error = RequestCancelled("the request was cancelled")
+            elif self._pool._closed:
+                self._error = ClientClosedError("the client has been closed")
             else:
                 self._error = self._pool._error(cause)
         except BaseException:  # e.g. KeyboardInterrupt: the connection cannot be reused
@@ -725,10 +765,18 @@ class ResponseStream:
             except OSError as e:
                 self.close()
                 cause = _timed_out(e)
-                raise self._pool._error(cause) from cause
+                raise self._closed_or(self._pool._error(cause)) from cause
             except TransportError as e:
                 self.close()
-                raise self._pool._error(e) from e
+                raise self._closed_or(self._pool._error(e)) from e
+            if self._pool._closed:  # close() shut the socket down: what came may be cut
+                self.close()
+                raise ClientClosedError("the client has been closed")
+
+    def _closed_or(self, error: BaseException) -> BaseException:
+        if self._pool._closed:
+            return ClientClosedError("the client has been closed")
+        return error
 
     def close(self) -> None:
         """Release the connection (idempotent)."""

@@ -58,6 +58,11 @@ def _ascii_path(address: ServerAddress) -> ServerAddress:
     return dataclasses.replace(address, base_path=quote(base, safe=_PRINTABLE))
 
 
+def _wake(sleeper: asyncio.Future[None]) -> None:
+    if not sleeper.done():
+        sleeper.set_result(None)
+
+
 def _authority(url: str) -> str:
     """``[user@]host[:port]`` of ``url`` as written."""
     return re.split("[/?#]", url, maxsplit=1)[0]
@@ -217,6 +222,7 @@ class InferenceServerClient(ClientCommon):
         # one server, no retries: each call goes straight to the one transport
         self._direct = len(addresses) == 1 and not self._retry.total
         self._closed = False
+        self._sleepers: set[asyncio.Future[None]] = set()  # calls waiting out a back-off
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -229,12 +235,14 @@ class InferenceServerClient(ClientCommon):
     async def close(self) -> None:
         """Close every connection (idempotent); later calls raise ``ClientClosedError``.
 
-        Calls still running fail with ``ClientClosedError``. A caller-supplied
-        ``httpx.AsyncClient`` is not closed.
+        Calls still running fail with ``ClientClosedError`` at once, those waiting out a
+        retry back-off included. A caller-supplied ``httpx.AsyncClient`` is not closed.
         """
         if self._closed:
             return
         self._closed = True
+        for sleeper in self._sleepers:
+            _wake(sleeper)
         for transport in self._transports:
             await transport.aclose()
 
@@ -361,10 +369,24 @@ class InferenceServerClient(ClientCommon):
                     return outcome
                 wait = retry.backoff(attempt + 1, _retry_after(outcome[0].get("Retry-After")))
             attempt += 1
+            if wait:
+                await self._back_off(wait)
             if self._closed:
                 raise ClientClosedError("the client has been closed")
-            if wait:
-                await asyncio.sleep(wait)
+
+    async def _back_off(self, wait: float) -> None:
+        """Wait ``wait`` seconds before a retry, or until the client is closed."""
+        if self._closed:
+            return
+        loop = asyncio.get_running_loop()
+        sleeper: asyncio.Future[None] = loop.create_future()
+        timer = loop.call_later(wait, _wake, sleeper)
+        self._sleepers.add(sleeper)
+        try:
+            await sleeper
+        finally:
+            timer.cancel()
+            self._sleepers.discard(sleeper)
 
     async def _one_round(
         self,
