@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +31,7 @@ import tritonhttp
 from tritonhttp._errors import ClientClosedError
 
 from ._scripted import OK_JSON, ScriptedServer, serving
+from .test_transport import certificate  # noqa: F401  (fixture)
 
 PROMPT = 5.0  # seconds: far below the hang (for ever) and far above a prompt return
 
@@ -143,6 +146,34 @@ def test_close_ends_a_call_waiting_for_its_answer(
         _close_promptly(client)
         assert call.ended_by_close()
         assert len(server.take()) == 1  # not sent again
+
+
+def test_close_ends_a_call_waiting_for_its_answer_over_tls(
+    certificate: tuple[Path, Path],  # noqa: F811
+) -> None:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*certificate)
+    stop = threading.Event()
+
+    def handler(conn: socket.socket, index: int, request: bytes) -> bool:
+        stop.wait()
+        return False
+
+    with serving(handler, tls=context) as server:
+        try:
+            client = tritonhttp.InferenceServerClient(
+                server.url,
+                ssl=True,
+                ssl_options={"ca_certs": str(certificate[0])},
+                insecure=True,
+                network_timeout=None,
+            )
+            call = Call(client.get_server_metadata)
+            _wait_until(lambda: len(server.requests) == 1)
+            _close_promptly(client)
+            assert call.ended_by_close()
+        finally:
+            stop.set()
 
 
 def test_close_ends_a_call_sending_a_body_the_server_does_not_read() -> None:
