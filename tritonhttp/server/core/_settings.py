@@ -38,6 +38,11 @@ class TraceSettings:
     the log frequency (the OpenTelemetry exporter's ``url``, ``resource``, ``bsp_*``...),
     shown after ``trace_mode``. ``on_change(names)`` is called after each update
     with the settings it changed (a model's name; None: the global settings).
+
+    A count counts down as requests are traced: ``remaining(name)`` (set by the
+    tracer) tells the count left to the setting in force for a model (None: the global
+    one), which GET shows and which an update keeps where Triton keeps the current
+    setting's count (a count given through the API and not cleared since).
     """
 
     level: list[str] = field(default_factory=lambda: ["OFF"])
@@ -54,6 +59,9 @@ class TraceSettings:
     #: every ``resource=KEY=VALUE`` given for OpenTelemetry, in order
     resources: list[str] = field(default_factory=list)
     on_change: Callable[[list[str | None]], None] | None = None
+    remaining: Callable[[str | None], int] | None = None
+    #: whether the global count was given through the API (and not cleared since)
+    count_given: bool = False
 
     def __post_init__(self) -> None:
         self.startup = self._global()
@@ -115,12 +123,34 @@ class TraceSettings:
             "trace_file": self.file,
         }
 
+    def _left(self, model: str | None) -> int:
+        """The count left to the setting in force for ``model`` (None: the global one)."""
+        if model is not None and model not in self.model:
+            model = None
+        if self.remaining is not None:
+            return self.remaining(model)
+        return int(self.values(model)["trace_count"])
+
+    def _current(self) -> dict[str, Any]:
+        """The global values with the count left to them (what a model's setting that
+        does not give its own takes)."""
+        return {**self._global(), "trace_count": self._left(None)}
+
+    def _take_counts_left(self) -> None:
+        """Keep the counts left of the settings whose count was given (the ones an
+        update keeps)."""
+        if self.count_given:
+            self.count = self._left(None)
+        for name, own in self.model.items():
+            if "trace_count" in own:
+                own["trace_count"] = self._left(name)
+
     def view(self, model: str | None = None) -> dict[str, Any]:
         values = self.values(model)
         out: dict[str, Any] = {
             "trace_level": values["trace_level"],
             "trace_rate": str(values["trace_rate"]),
-            "trace_count": str(values["trace_count"]),
+            "trace_count": str(self._left(model)),
         }
         if self.mode == "triton":
             out["log_frequency"] = str(values["log_frequency"])
@@ -137,17 +167,22 @@ class TraceSettings:
         on its own is kept; then each model with settings of its own (in name order) takes
         the new global values for the rest, up to the first that would be invalid: the
         update is answered with that error, and that model and those after it keep the
-        global values they had (their GET shows those)."""
+        global values they had (their GET shows those).
+
+        A count not given takes, as Triton's does, the count left where the setting's
+        count was given before, else the fallback's: the startup count for the global
+        setting, the global count left for a model's."""
         new, cleared = _parse_update(body)
+        self._take_counts_left()
         if model is not None:
-            candidate = self._global()
+            candidate = self._current()
             overrides = {k: v for k, v in self.model.get(model, {}).items() if k not in cleared}
             overrides.update(new)
             candidate.update(overrides)
-            self._check(candidate)
-            if overrides:
+            if overrides:  # (none left: the model follows the global setting as it is)
+                self._check(candidate)
                 self.model[model] = overrides
-                self.fallback[model] = self._global()
+                self.fallback[model] = self._current()
             else:
                 self.model.pop(model, None)
                 self.fallback.pop(model, None)
@@ -160,6 +195,9 @@ class TraceSettings:
         self._check(candidate)
         for key, value in candidate.items():
             setattr(self, _ATTR[key], value)
+        self.count_given = "trace_count" in new or (
+            self.count_given and "trace_count" not in cleared
+        )
         changed: list[str | None] = [None]
         try:
             for name in sorted(self.model):

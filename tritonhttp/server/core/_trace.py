@@ -471,6 +471,13 @@ class Tracer:
         self.active = False
         self._update_active()
         settings.on_change = self.refresh
+        settings.remaining = self.remaining
+
+    def remaining(self, model: str | None) -> int:
+        """The count left to the setting in force for ``model`` (None: the global one):
+        each traced request takes one from a positive count; -1 never runs out."""
+        setting = self.global_setting if model is None else self.models.get(model)
+        return (setting or self.global_setting).count
 
     def _build(self, model: str | None) -> TraceSetting:
         view = self.settings.values(model)
