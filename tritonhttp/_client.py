@@ -305,14 +305,14 @@ class InferenceServerClient(ClientCommon):
         return f"<InferenceServerClient {[a.url for a in self._addresses]}>"
 
     def close(self) -> None:
-        """Close all connections; every call still in progress ends at once.
+        """Wait for outstanding ``async_infer`` requests (as tritonclient does), then close
+        all connections; every other call still in progress ends at once.
 
-        A call another thread is making (waiting for its answer, for a free connection
-        or out a retry back-off), a ``generate_stream`` being read and an ``async_infer``
-        request not yet answered raise ``ClientClosedError`` (a ``RuntimeError``); an
-        answer already received is kept (``get_result`` returns it). Returns once every
-        ``async_infer`` request is over. Idempotent; afterwards every call raises
-        ``ClientClosedError``.
+        ``async_infer`` requests keep their answers (each wait bounded by
+        ``network_timeout``); one waiting out a retry back-off ends at once. A call another
+        thread is making (waiting for its answer or for a free connection) and a
+        ``generate_stream`` being read raise ``ClientClosedError`` (a ``RuntimeError``).
+        Idempotent; afterwards every call raises ``ClientClosedError``.
         """
         if self._closed:
             return
@@ -323,13 +323,13 @@ class InferenceServerClient(ClientCommon):
         for cancel in sleepers:
             cancel.wake()
         for pool in self._pools:
-            pool.close()  # shuts down the sockets of the exchanges in progress
-        for pool in self._pools:
-            pool.settle_all()  # async_infer responses left in their sockets
+            pool.settle_all()  # async_infer responses still in their sockets
         with self._executor_lock:
             executor = self._executor
         if executor is not None:
             executor.shutdown(wait=True)
+        for pool in self._pools:
+            pool.close()  # shuts down the sockets of the exchanges still in progress
 
     # -- request pipeline ----------------------------------------------------------------
 

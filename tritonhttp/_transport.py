@@ -520,7 +520,8 @@ class ConnectionPool:
         return flight
 
     def settle_all(self) -> None:
-        """Settle every :class:`InFlight` request (after :meth:`close`: each ends at once)."""
+        """Settle every :class:`InFlight` request: read the answers left in their sockets
+        (after :meth:`close`: each ends at once)."""
         while (oldest := self._oldest_inflight()) is not None:
             oldest.settle_quietly()
 

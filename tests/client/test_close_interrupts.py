@@ -2,10 +2,10 @@
 
 A call another thread makes on a server that never answers (``network_timeout=None``:
 it would wait for ever), one sending a body the server does not read, one waiting for a
-free connection or out a retry back-off, ``async_infer`` requests (sent from the
-caller's thread or by a thread of the pool, retried or not) and a ``generate_stream``
-being read: each raises ``ClientClosedError`` soon after ``close()``, which returns
-soon too. The bounds asserted (5 s) are far from the hang they guard against.
+free connection or out a retry back-off, and a ``generate_stream`` being read: each
+raises ``ClientClosedError`` soon after ``close()``, which returns soon too. The bounds
+asserted (5 s) are far from the hang they guard against. Outstanding ``async_infer``
+requests are waited for first, as tritonclient's ``close()`` does.
 
 tritonclient 2.73 leaves such a call waiting: its ``close()`` returns, the call goes on
 until the server answers or goes away (``test_tritonclient_close_leaves_the_call_waiting``).
@@ -251,40 +251,66 @@ def _infer_sent_inline(request: bytes) -> bool:
     return b"/infer" not in request.split(b"\r\n", 1)[0]
 
 
-@pytest.mark.parametrize("path", ["from the caller's thread", "by a thread", "retried"])
-def test_close_ends_async_infer_requests_in_flight(path: str) -> None:
-    """A thread waiting in get_result() and close() both waited for ever (the answer
-    never comes, network_timeout=None): both now return, get_result raising."""
-    kwargs: dict[str, Any] = {"network_timeout": None}
-    handler: Callable[[socket.socket, int, bytes], bool] | None = None
-    if path == "retried":
-        kwargs["retries"] = tritonhttp.Retry(3, backoff_max=30.0, methods={"infer"})
+@pytest.mark.parametrize("path", ["from the caller's thread", "by a thread"])
+def test_close_waits_for_async_infer_answers_as_tritonclient_does(path: str) -> None:
+    """close() first waits for the outstanding async_infer requests (tritonclient's
+    close() does too): each keeps its answer; one that never comes ends at the request's
+    network_timeout, not later."""
+    answers = threading.Event()
 
-        def handler(conn: socket.socket, index: int, request: bytes) -> bool:
-            _busy(conn)  # Retry-After: 30
-            return True
+    def handler(conn: socket.socket, index: int, request: bytes) -> bool:
+        if b"/infer" in request.split(b"\r\n", 1)[0]:
+            answers.wait(10)
+        conn.sendall(OK_JSON)
+        return True
 
-    with contextlib.ExitStack() as stack:
-        if handler is not None:
-            server = stack.enter_context(serving(handler))
-        else:
-            server = stack.enter_context(silent(answered=_infer_sent_inline))
-        client = tritonhttp.InferenceServerClient(server.url, **kwargs)
+    with serving(handler) as server:
+        client = tritonhttp.InferenceServerClient(server.url, network_timeout=30)
         if path == "from the caller's thread":
             client.get_server_metadata()  # an idle connection: the request goes out inline
-        requests = [client.async_infer("m", _inputs())]
+        requests = [client.async_infer("m", _inputs()) for _ in range(2)]
         assert (requests[0]._flight is not None) == (path == "from the caller's thread")
-        if path != "retried":
-            requests.append(client.async_infer("m", _inputs()))  # waits for a connection
         _wait_until(lambda: any(b"/infer" in r for r in server.requests))
-        if path == "retried":
-            time.sleep(0.1)  # the 503 is read: the request waits out its back-off
-        waiting = Call(requests[0].get_result)
+        closer = threading.Thread(target=client.close, daemon=True)
+        closer.start()
+        closer.join(0.3)
+        assert closer.is_alive(), "close() did not wait for the outstanding requests"
+        answers.set()
+        closer.join(PROMPT)
+        assert not closer.is_alive()
+        for request in requests:
+            assert request.get_result(block=False).get_response() == {"name": "ok"}
+
+    with silent(answered=_infer_sent_inline) as server:
+        client = tritonhttp.InferenceServerClient(server.url, network_timeout=1.0)
+        if path == "from the caller's thread":
+            client.get_server_metadata()
+        request = client.async_infer("m", _inputs())
+        _wait_until(lambda: any(b"/infer" in r for r in server.requests))
+        _close_promptly(client)  # the answer never comes: network_timeout ends the wait
+        with pytest.raises(TimeoutError):
+            request.get_result(block=False)
+
+
+def test_close_ends_an_async_infer_waiting_out_a_back_off() -> None:
+    """A retried async_infer request waiting out its back-off (Retry-After: 30) ends at
+    once with ClientClosedError, and so does close()."""
+
+    def handler(conn: socket.socket, index: int, request: bytes) -> bool:
+        _busy(conn)
+        return True
+
+    with serving(handler) as server:
+        retries = tritonhttp.Retry(3, backoff_max=30.0, methods={"infer"})
+        client = tritonhttp.InferenceServerClient(server.url, retries=retries)
+        request = client.async_infer("m", _inputs())
+        _wait_until(lambda: any(b"/infer" in r for r in server.requests))
+        time.sleep(0.1)  # the 503 is read: the request waits out its back-off
+        waiting = Call(request.get_result)
         _close_promptly(client)
         assert waiting.ended_by_close()
-        for request in requests:  # over: the same outcome for every caller, at once
-            with pytest.raises(ClientClosedError):
-                request.get_result(block=False)
+        with pytest.raises(ClientClosedError):
+            request.get_result(block=False)
         assert sum(b"/infer" in r for r in server.take()) == 1
 
 
