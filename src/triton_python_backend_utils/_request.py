@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -141,6 +142,34 @@ class InferenceResponse:
         return pybind_repr(self, "InferenceResponse")
 
 
+_SEND_ARGS = (
+    "send(): incompatible function arguments. The following argument types are supported:"
+    "\n    1. (self: c_python_backend_utils.InferenceResponseSender, response: "
+    "c_python_backend_utils.InferenceResponse = None, flags: int = 0) -> None\n"
+)
+_SEND_PARAMS = ("self", "response", "flags")
+_SEND_DEFAULTS: dict[str, Any] = {"response": None, "flags": 0}
+
+
+def _c_uint32(value: Any) -> int | None:
+    """``value`` as pybind11 takes it for a C ``uint32_t`` argument (None where it does
+    not): an int (a bool too) or an object with ``__index__``, else, a float aside, any
+    number ``int()`` reads (``np.float32(1)`` is 1); then in range."""
+    if isinstance(value, float):
+        return None
+    kind = type(value)
+    try:
+        if isinstance(value, int) or hasattr(kind, "__index__"):
+            number = operator.index(value)
+        elif hasattr(kind, "__int__") or hasattr(kind, "__float__"):
+            number = int(value)
+        else:
+            return None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if 0 <= number < 2**32 else None
+
+
 class InferenceResponseSender:
     """Sends responses for one request; get it with ``request.get_response_sender()``.
 
@@ -159,22 +188,30 @@ class InferenceResponseSender:
         self._closed = False
         self._pending: InferenceResponse | None = None
 
-    def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
-        """Send ``response`` and/or the FINAL flag."""
-        if response is not None and not isinstance(response, InferenceResponse):
-            raise TypeError(
-                "send(): incompatible function arguments. The following argument types are "
-                "supported:\n    1. (self: c_python_backend_utils.InferenceResponseSender, "
-                "response: c_python_backend_utils.InferenceResponse = None, flags: int = 0) "
-                "-> None\n"
+    if TYPE_CHECKING:
+
+        def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None: ...
+
+    else:
+
+        def send(self, *args, **kwargs):
+            """Send ``response`` and/or the FINAL flag."""
+            _, response, flags = bind_call(
+                (self, *args), kwargs, _SEND_PARAMS, _SEND_DEFAULTS, _SEND_ARGS
             )
-        if flags not in (0, TRITONSERVER_RESPONSE_COMPLETE_FINAL):
-            raise TritonModelException("Unable to send response. Unsupported flag provided.")
-        if flags == 0 and response is None:
-            raise TritonModelException(
-                "Inference Response object must be provided when the response flags is set to zero."
-            )
-        self._send(response, flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            flags = _c_uint32(flags)
+            if flags is None or (
+                response is not None and not isinstance(response, InferenceResponse)
+            ):
+                raise TypeError(_SEND_ARGS + invoked_with((self, *args), kwargs))
+            if flags not in (0, TRITONSERVER_RESPONSE_COMPLETE_FINAL):
+                raise TritonModelException("Unable to send response. Unsupported flag provided.")
+            if flags == 0 and response is None:
+                raise TritonModelException(
+                    "Inference Response object must be provided when the response flags is "
+                    "set to zero."
+                )
+            self._send(response, flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL)
 
     def _send(self, response: InferenceResponse | None, final: bool) -> None:
         link = self._link
@@ -210,6 +247,9 @@ class InferenceResponseSender:
                 if response is None:
                     response, self._pending = self._pending, None
             link.deliver(response, final)
+
+    def __repr__(self) -> str:
+        return pybind_repr(self, "InferenceResponseSender")
 
     def is_cancelled(self) -> bool:
         """Whether the request was cancelled (its responses are then dropped)."""

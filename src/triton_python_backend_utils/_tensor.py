@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,21 @@ _CTOR_ERROR = (
     "__init__(): incompatible constructor arguments. The following argument types are "
     "supported:\n    1. c_python_backend_utils.Tensor(arg0: str, arg1: numpy.ndarray)\n"
 )
+
+
+def _ctor_name(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The name a ``Tensor(name, array)`` call gives, checked as pybind11 checks the call
+    (two positional arguments, a ``str`` name, or UTF-8 ``bytes``/``bytearray``, and a
+    numpy array), or its ``TypeError``."""
+    name = args[0] if len(args) == 2 and not kwargs else None
+    if isinstance(name, (bytes, bytearray)):
+        try:
+            name = bytes(name).decode("utf-8")
+        except UnicodeDecodeError:
+            name = None
+    if not isinstance(name, str) or not isinstance(args[1], np.ndarray):
+        raise TypeError(_CTOR_ERROR + invoked_with(args, kwargs))
+    return name
 
 
 def wire_of(dtype: np.dtype[Any]) -> str | None:
@@ -72,9 +87,17 @@ class Tensor:
     _name: str
     _wire: str
 
-    def __init__(self, name: str, array: np.ndarray[Any, Any], /) -> None:
-        if not isinstance(name, str) or not isinstance(array, np.ndarray):
-            raise TypeError(_CTOR_ERROR + invoked_with((name, array), {}))
+    if TYPE_CHECKING:
+
+        def __init__(self, name: str | bytes, array: np.ndarray[Any, Any], /) -> None: ...
+
+    else:
+
+        def __init__(self, *args, **kwargs):
+            name = _ctor_name(args, kwargs)
+            self._build(name, args[1])
+
+    def _build(self, name: str, array: np.ndarray[Any, Any]) -> None:
         if name == "":
             raise TritonModelException("Tensor name cannot be an empty string.")
         wire = wire_of(array.dtype)
