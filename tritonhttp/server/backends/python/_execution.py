@@ -18,6 +18,7 @@ import concurrent.futures
 import inspect
 import json
 import threading
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ import triton_python_backend_utils as pb
 from triton_python_backend_utils import _runtime
 from triton_python_backend_utils._request import InferenceRequest, InferenceResponse
 
-from ._loader import format_exception, import_model_module
+from ._loader import _ours, format_exception, import_model_module
 
 __all__ = ["ModelError", "ModelHost", "current_host"]
 
@@ -268,13 +269,7 @@ class ModelHost:
         def done(f: concurrent.futures.Future[Any]) -> None:
             error = f.exception() if not f.cancelled() else None
             if error is not None:
-                _runtime.current().log(
-                    2,
-                    f"Failed to execute the request(s) for model '{self.instance_name}': "
-                    f"{format_exception(error)}",
-                    "pb_stub.cc",
-                    0,
-                )
+                _runtime.current().log(2, format_traceback(error), "pb_stub.cc", 945)
 
         fut.add_done_callback(done)
 
@@ -361,6 +356,25 @@ class ModelHost:
                 except pb.TritonModelException as e:  # a thread closed it meanwhile
                     _fail(request, self.fail_text(str(e)))
         return flags
+
+
+def format_traceback(exc: BaseException) -> str:
+    """``exc`` as Triton's stub logs an exception of a background ``execute`` coroutine:
+    Python's own traceback text (``Traceback (most recent call last):`` ...), chained
+    exceptions included, without the frames of the server and of pb_utils (C++ in
+    Triton)."""
+    te = traceback.TracebackException.from_exception(exc)
+    seen: set[int] = set()
+    todo = [te]
+    while todo:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        kept = [f for f in item.stack if not _ours(f.filename)]
+        item.stack = traceback.StackSummary.from_list(kept)
+        todo.extend(e for e in (item.__cause__, item.__context__) if e is not None)
+    return "".join(te.format())
 
 
 def _answering(request: InferenceRequest) -> bool:
