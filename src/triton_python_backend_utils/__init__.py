@@ -8,8 +8,6 @@ response sender, ``ModelConfig``, ``Logger`` (to stderr) and metrics (a local st
 work; BLS and model control raise :class:`TritonModelException` there.
 """
 
-from __future__ import annotations
-
 import json  # noqa: F401  (Triton's module leaks these three names; models may use them)
 import struct  # noqa: F401
 import sys as _sys

@@ -132,14 +132,16 @@ def serialize_byte_tensor(input_tensor: np.ndarray[Any, Any]) -> Any:
 
 
 def deserialize_bytes_tensor(encoded_tensor: bytes) -> np.ndarray[Any, Any]:
-    """Inverse of :func:`serialize_byte_tensor`: a 1-D object array of ``bytes``."""
+    """Inverse of :func:`serialize_byte_tensor`: a 1-D object array of ``bytes``. An
+    element running past the end raises ``struct.error``, as in Triton."""
     items: list[bytes] = []
     offset = 0
     buf = bytes(encoded_tensor)
     while offset < len(buf):
         (length,) = struct.unpack_from("<I", buf, offset)
         offset += 4
-        items.append(buf[offset : offset + length])
+        (item,) = struct.unpack_from(f"<{length}s", buf, offset)
+        items.append(item)
         offset += length
     out = np.empty(len(items), dtype=np.object_)
     out[:] = items

@@ -290,17 +290,18 @@ class InferenceTrace:
 
 
 class PreferredMemory:
-    """Where BLS outputs should live (CPU-only here: accepted, not used)."""
+    """Where BLS outputs should live (CPU-only here: accepted, not used). As in Triton,
+    it shows model code no attributes."""
 
-    __slots__ = ("preferred_device_id", "preferred_memory_type")
+    __slots__ = ("_device_id", "_memory_type")
 
     def __init__(self, preferred_memory_type: MemoryType, preferred_device_id: int = 0) -> None:
         if not isinstance(preferred_memory_type, MemoryType) or not isinstance(
             preferred_device_id, int
         ):
             raise TypeError("__init__(): incompatible constructor arguments")
-        self.preferred_memory_type = preferred_memory_type
-        self.preferred_device_id = preferred_device_id
+        self._memory_type = preferred_memory_type
+        self._device_id = preferred_device_id
 
 
 class ResponseIterator:
@@ -355,6 +356,11 @@ class ResponseIterator:
 
 # ----------------------------------------------------------------------------- requests
 
+#: pybind11's words for an integer correlation id outside uint64_t
+_UNCAST = (
+    "Unable to cast Python instance to C++ type (#define PYBIND11_DETAILED_ERROR_MESSAGES or "
+    "compile in debug mode for details)"
+)
 #: the defaults pybind11 shows by address in the constructor's signature
 _SHOWN_DEFAULTS = (object(), object())
 _REQUIRED = (
@@ -464,6 +470,8 @@ class InferenceRequest:
             model_name = model_name.decode("utf-8", "replace")
         if isinstance(correlation_id, bool) or not isinstance(correlation_id, (int, str)):
             raise TritonModelException("Correlation ID must be integer or string")
+        if isinstance(correlation_id, int) and not 0 <= correlation_id < 1 << 64:
+            raise RuntimeError(_UNCAST)  # an integer id is a uint64_t in Triton
         if any(t is None for t in inputs):
             raise TritonModelException(
                 f"Input tensor for request with id '{request_id}' and model name "

@@ -38,13 +38,21 @@ class ResponseStream:
     """Responses of one BLS request, pushed by the server side, taken by the model.
 
     ``waiter(predicate)`` blocks until ``predicate()`` holds; a worker process passes one
-    that keeps reading its control channel meanwhile.
+    that keeps reading its control channel meanwhile, and ``pumped()``: whether a thread
+    reads that channel now (then an awaiting coroutine is woken when its item comes;
+    otherwise, as under ``asyncio.run`` inside a plain ``execute``, it waits on
+    ``waiter`` in the loop's executor).
     """
 
-    def __init__(self, waiter: Callable[[Callable[[], bool]], None] | None = None) -> None:
+    def __init__(
+        self,
+        waiter: Callable[[Callable[[], bool]], None] | None = None,
+        pumped: Callable[[], bool] | None = None,
+    ) -> None:
         self._items: collections.deque[StreamItem] = collections.deque()
         self._cond = threading.Condition()
         self._waiter = waiter
+        self._pumped = pumped
         self._async: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         #: set by the server side: cancels the callee request (``ResponseIterator.cancel``)
         self.cancel_hook: Callable[[], None] | None = None
@@ -78,9 +86,22 @@ class ResponseStream:
             with self._cond:
                 if self._items:
                     return self._items.popleft()
-                fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                self._async.append((asyncio.get_running_loop(), fut))
+                loop = asyncio.get_running_loop()
+                fut: asyncio.Future[None] = loop.create_future()
+                self._async.append((loop, fut))
+            await self._until(loop, fut)
+
+    async def _until(self, loop: asyncio.AbstractEventLoop, fut: asyncio.Future[None]) -> None:
+        """Await ``fut``, reading the channel in the executor while no thread reads it."""
+        waiter, pumped = self._waiter, self._pumped
+        if waiter is None or pumped is None:
             await fut
+            return
+        while not fut.done():
+            if not pumped():
+                await loop.run_in_executor(None, waiter, self.ready)
+                return
+            await asyncio.wait((fut,), timeout=0.05)
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

@@ -35,6 +35,10 @@ _CTOR_ERROR = (
     "__init__(): incompatible constructor arguments. The following argument types are "
     "supported:\n    1. c_python_backend_utils.Tensor(arg0: str, arg1: numpy.ndarray)\n"
 )
+_FROM_DLPACK_ERROR = (
+    "from_dlpack(): incompatible function arguments. The following argument types are "
+    "supported:\n    1. (self: str, arg0: object) -> c_python_backend_utils.Tensor\n"
+)
 
 
 def _ctor_name(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
@@ -53,14 +57,13 @@ def _ctor_name(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
 
 
 def wire_of(dtype: np.dtype[Any]) -> str | None:
-    """The Triton datatype of a numpy dtype (``S`` arrays are BYTES), or None."""
+    """The Triton datatype of a numpy dtype (``S`` arrays are BYTES), or None (a
+    non-native byte order included, as Triton refuses it)."""
     wire = _DTYPE_TO_WIRE.get(dtype)
     if wire is not None:
         return wire
     if dtype.kind == "S":
         return "BYTES"
-    if dtype.byteorder in (">", "<") and not dtype.isnative:
-        return _DTYPE_TO_WIRE.get(dtype.newbyteorder("="))
     return None
 
 
@@ -103,8 +106,6 @@ class Tensor:
         wire = wire_of(array.dtype)
         if wire is None:
             raise TritonModelException("NumPy dtype is not supported.")
-        if wire != "BYTES" and not array.dtype.isnative:
-            array = array.astype(array.dtype.newbyteorder("="))
         if not array.flags.c_contiguous:
             array = np.ascontiguousarray(array)
         self._name = name
@@ -172,7 +173,11 @@ class Tensor:
     def from_dlpack(name: str, dlpack_tensor: object) -> Tensor:
         """A tensor with a copy of the data of a DLPack capsule or of an object with
         ``__dlpack__`` (CPU memory: the copy is writeable and independent of the source)."""
-        if not isinstance(name, str) or name == "":
+        if isinstance(name, bytes):  # pybind11 takes bytes for a str
+            name = name.decode("utf-8", "replace")
+        if not isinstance(name, str):
+            raise TypeError(_FROM_DLPACK_ERROR + invoked_with((name, dlpack_tensor), {}))
+        if name == "":
             raise TritonModelException("Tensor name cannot be an empty string.")
         bf16 = False
         if isinstance(dlpack_tensor, Tensor):
@@ -195,7 +200,7 @@ class Tensor:
                 capsule = dlpack_tensor.__dlpack__()
             else:
                 raise TritonModelException(
-                    "Provided tensor is not supported. Tensor must be a DLPack capsule \\    "
+                    "Provided tensor is not supported. Tensor must be a DLPack capsule         "
                     "or have `__dlpack__` and `__dlpack_device__` attributes"
                 )
             array, bf16 = _dlpack.array_from_dlpack(capsule)

@@ -60,7 +60,8 @@ class CoreBridge:
         emit: Emit,
     ) -> None:
         try:
-            model = self._repo.get(name, str(version) if version > 0 else "")
+            # -1 is the latest version; 0 and other negatives are versions no model has
+            model = self._repo.get(name, "" if version == -1 else str(version))
         except CoreError:
             emit(
                 _error(

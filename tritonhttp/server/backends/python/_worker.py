@@ -60,6 +60,7 @@ class Channel:
         self._cond = threading.Condition()
         self._reading = False
         self._waiting = 0  # threads in ``_cond.wait()``
+        self._inside = 0  # threads in ``wait_until``
         self._frames = msg.FrameReader()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -92,8 +93,16 @@ class Channel:
         does. ``wakeable``: ``ready()`` may also turn true without a message (then
         :meth:`wake` is called), so the socket is read with ``select``."""
         with self._cond:
-            while not ready():
-                self._take_turn(wakeable)
+            self._inside += 1
+            try:
+                while not ready():
+                    self._take_turn(wakeable)
+            finally:
+                self._inside -= 1
+
+    def pumped(self) -> bool:
+        """Whether a thread waits in :meth:`wait_until` now (and so routes messages)."""
+        return self._inside > 0
 
     def _take_turn(self, wakeable: bool) -> None:
         """(Holding ``_cond``.) Read and route one lot of messages, or wait while another
@@ -435,7 +444,7 @@ class Worker:
 
     def bls(self, request: InferenceRequest, decoupled: bool) -> _runtime.ResponseStream:
         call_id = self._new_call()
-        stream = _runtime.ResponseStream(self.channel.wait_until)
+        stream = _runtime.ResponseStream(self.channel.wait_until, self.channel.pumped)
         stream.cancel_hook = lambda: self.channel.send(msg.BlsCancel(call_id))
         self._streams[call_id] = stream
         tensors = self.block_out(request._inputs)
