@@ -147,6 +147,15 @@ DEVICES = (
         model_loads=(("pipeline", 16), ("prep", 16), ("prep", 64)),
     ),
     Device(
+        "body-reader",
+        "the rest of a large request body is read from the socket straight into its buffer",
+        (),
+        off_patch=(
+            "from tritonhttp.server.http import _connection\n_connection.RAW_BODY_MIN = 1 << 62\n"
+        ),
+        model_loads=(("prep", 1), ("prep", 16), ("pipeline", 1), ("pipeline", 16)),
+    ),
+    Device(
         "gc-freeze",
         "what start-up left is frozen out of the collector's scans (gc.freeze)",
         (),

@@ -77,6 +77,7 @@ class Exchange(ResponseFraming):
     call of the application (the response's head and framing: :class:`ResponseFraming`)."""
 
     __slots__ = (
+        "body_seen",
         "buffered",
         "chunks",
         "complete",
@@ -97,6 +98,8 @@ class Exchange(ResponseFraming):
         self.scope: dict[str, Any] = {}
         self.chunks: list[bytes] = []
         self.buffered = 0
+        #: request body bytes that arrived so far
+        self.body_seen = 0
         #: the whole request body has arrived
         self.complete = False
         #: the last request message (more_body False) was handed to the application
@@ -173,6 +176,7 @@ class Exchange(ResponseFraming):
     def feed(self, body: bytes) -> None:
         """A piece of the request body arrived: into the sink, or buffered for
         ``receive`` (reading pauses while too much is buffered)."""
+        self.body_seen += len(body)
         if self.finished:
             return  # answered already: the rest of the body is read and dropped
         sink = self.scope.get(BODY_SINK)
@@ -183,6 +187,20 @@ class Exchange(ResponseFraming):
         if self.buffered > BUFFER_HIGH_WATER:
             self.conn.pause_reading()
         self.wake()
+
+    def request_body_left(self) -> int:
+        """The request body bytes still to come by its ``Content-Length`` (-1: the body
+        is not framed by one)."""
+        length = -1
+        for name, value in self.scope["headers"]:
+            if name == b"transfer-encoding":
+                return -1
+            if name == b"content-length":
+                try:
+                    length = int(value)  # (the parser has checked it)
+                except ValueError:
+                    return -1
+        return length - self.body_seen if length >= 0 else -1
 
     def end_of_body(self) -> None:
         """The whole request body has arrived."""

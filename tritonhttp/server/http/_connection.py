@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import httptools
 
 from ._asgi import BUFFER_HIGH_WATER, Exchange
-from ._extensions import ON_DISCONNECT, DirectLink
+from ._extensions import BODY_SINK, ON_DISCONNECT, BodySink, DirectLink
 from ._wire import BAD_REQUEST, HEAD_TOO_LARGE, direct_heads, one_content_length
 
 if TYPE_CHECKING:
@@ -50,6 +50,9 @@ MAX_HEAD_BYTES = 1 << 20
 _LINGER_S = 2.0
 #: the keys of :class:`DirectLink`: never reused
 _KEYS = itertools.count(1)
+#: a request body with at least this much left to come when its sink is set goes into
+#: the sink straight from the socket (:class:`_BodyReader`)
+RAW_BODY_MIN = 1 << 16
 
 
 class Connection(asyncio.Protocol):
@@ -146,6 +149,30 @@ class Connection(asyncio.Protocol):
             if self._head_bytes > MAX_HEAD_BYTES:
                 self._refuse(HEAD_TOO_LARGE)
                 return
+        self.advance()
+        parsing = self._parsing
+        if parsing is not None and parsing.scope and parsing.scope.get(BODY_SINK) is not None:
+            self._read_body_raw(parsing)
+
+    def _read_body_raw(self, ex: Exchange) -> None:
+        """When the rest of ``ex``'s body is large and its sink awaits exactly that, read
+        it from the socket straight into the sink (:class:`_BodyReader`): none of the
+        three copies of each piece on the way through the loop's read buffer, a
+        ``bytes`` object and the parser's ``on_body`` slice."""
+        sink: BodySink = ex.scope[BODY_SINK]
+        left = ex.request_body_left()
+        if left < RAW_BODY_MIN or ex.chunks or sink.closed or ex.finished:
+            return
+        if len(sink.view) - sink.filled != left or self.lost or self._closing:
+            return
+        self.transport.set_protocol(_BodyReader(self, ex, sink))
+
+    def _raw_body_done(self, ex: Exchange) -> None:
+        """(:class:`_BodyReader`) ``ex``'s body is whole: parse on with a fresh parser
+        (the old one is still inside that body)."""
+        self.transport.set_protocol(self)
+        self.parser = httptools.HttpRequestParser(self)
+        self.on_message_complete()
         self.advance()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -417,3 +444,41 @@ class Connection(asyncio.Protocol):
                 callback()
             except Exception:  # never let a callback break the connection's end
                 log.exception("connection close callback failed")
+
+
+class _BodyReader(asyncio.BufferedProtocol):
+    """The protocol of a connection while the rest of a large request body is read into
+    its :class:`BodySink`: the socket is read into the sink's memory itself, never past
+    the body's end; then the :class:`Connection` takes over again. The connection's other
+    events go to the connection."""
+
+    __slots__ = ("conn", "end", "ex", "sink")
+
+    def __init__(self, conn: Connection, ex: Exchange, sink: BodySink) -> None:
+        self.conn = conn
+        self.ex = ex
+        self.sink = sink
+        self.end = len(sink.view)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        sink = self.sink
+        return sink.view[sink.filled : self.end]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        sink = self.sink
+        sink.filled += nbytes
+        self.ex.body_seen += nbytes
+        if sink.filled >= self.end:
+            self.conn._raw_body_done(self.ex)
+
+    def eof_received(self) -> bool | None:
+        return self.conn.eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.conn.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.conn.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.conn.resume_writing()
