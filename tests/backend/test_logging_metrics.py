@@ -126,9 +126,9 @@ def test_metric_checks(servers: Start, repo: Path, isolation: str) -> None:
                      "--load-model=metrics_checks")  # fmt: skip
     assert mode_call(server.url, "metrics_checks", 0) == EXPECTED
     text = exchange(server.metrics_url, "GET", "/metrics").body.decode()
-    assert '# TYPE checks_counter counter\nchecks_counter{a="1"} 3.0' in text
-    assert "checks_gauge 3.0" in text
-    assert 'checks_hist_bucket{le="5"} 1.0' in text and "checks_hist_count 1.0" in text
+    assert '# TYPE checks_counter counter\nchecks_counter{a="1"} 3\n' in text
+    assert "checks_gauge 3\n" in text
+    assert 'checks_hist_bucket{le="5"} 1\n' in text and "checks_hist_count 1\n" in text
     assert "checks_tmp" not in text  # its family is gone
     exchange(server.url, "POST", "/v2/repository/models/metrics_checks/unload")
     deadline = time.monotonic() + 10

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
 from .backends.python._settings import ISOLATIONS
+from .core._settings import CIntError, c_int
 
 __all__ = ["HTTP_SERVERS", "OptionsError", "ServerOptions", "parse_args"]
 
@@ -47,7 +47,6 @@ GRPC_FLAGS = frozenset(
 _UNSUPPORTED = {
     "allow-sagemaker": "SageMaker is not supported",
     "allow-vertex-ai": "Vertex AI is not supported",
-    "allow-gpu-metrics": "GPU metrics are not supported (CPU-only server)",
     "cuda-memory-pool-byte-size": "CUDA is not supported (CPU-only server)",
     "pinned-memory-pool-byte-size": "pinned memory is not used by this server",
     "backend-directory": "backends are built in (only 'python')",
@@ -62,7 +61,7 @@ class OptionsError(ValueError):
 
 
 def _bool(text: str) -> bool:
-    value = text.strip().lower()
+    value = text.lower()  # (tritonserver refuses " true")
     if value in ("1", "true", "on"):
         return True
     if value in ("0", "false", "off"):
@@ -83,15 +82,12 @@ def _port(text: str) -> int:
 
 
 def _c_int(text: str) -> int:
-    """An int as tritonserver reads one (``std::stoi``): leading white space, a sign and
-    digits, what follows ignored ("5x" is 5, "1.5" is 1); past a C int it refuses."""
-    m = re.match(r"[ \t\n\v\f\r]*([+-]?[0-9]+)", text)
-    if m is None:
-        raise argparse.ArgumentTypeError(f"invalid int value: '{text}'")
-    value = int(m.group(1))
-    if not -(2**31) <= value < 2**31:
-        raise argparse.ArgumentTypeError(f"value is out of bound, got: '{text}'")
-    return value
+    """An int as tritonserver reads one (:func:`~.core._settings.c_int`), refused with
+    its words for a flag."""
+    try:
+        return c_int(text, flag=True)
+    except CIntError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 @dataclass
@@ -105,6 +101,10 @@ class ServerOptions:
     metrics_address: str | None = None
     metrics_port: int = 8002
     metrics_interval_ms: int = 2000
+    #: ``--allow-cpu-metrics``: the ``nv_cpu_*`` families
+    cpu_metrics: bool = True
+    #: ``--metrics-config counter_latencies=false`` turns the ``*_duration_us`` counters off
+    latency_counters: bool = True
     model_control_mode: str = "none"
     load_models: list[str] = field(default_factory=list)
     repository_poll_secs: float = 15.0
@@ -210,7 +210,27 @@ def _serving_flags(a: Callable[..., argparse.Action]) -> None:
         help="address of the metrics endpoint (default: the --http-address)",
     )
     a("--metrics-port", type=_port, default=8002, help="port of the metrics endpoint")
-    a("--metrics-interval-ms", type=int, default=2000, help="how often metrics are updated")
+    a(
+        "--allow-gpu-metrics",
+        type=_bool,
+        default=True,
+        help="accepted (a CPU-only server has no GPU metrics either way)",
+    )
+    a("--allow-cpu-metrics", type=_bool, default=True, help="serve the nv_cpu_* metrics")
+    a(
+        "--metrics-interval-ms",
+        type=_c_int,  # (tritonserver's help says <float>; it reads an int: "1.5" is 1)
+        default=2000,
+        help="accepted (CPU and cache metrics are read at each scrape)",
+    )
+    a(
+        "--metrics-config",
+        action="append",
+        default=[],
+        metavar="SETTING=VALUE",
+        help="counter_latencies=false leaves out the *_duration_us counters; other settings "
+        "but summary_latencies=true are accepted and ignored (repeatable)",
+    )
     a(
         "--model-control-mode",
         type=str.lower,  # (tritonserver reads EXPLICIT or Poll too)
@@ -371,6 +391,25 @@ def _cache_size(specs: list[str], legacy_size: int | None) -> int | None:
     return size
 
 
+def _latency_counters(specs: list[str]) -> bool:
+    """Whether the ``*_duration_us`` counters are on, from ``--metrics-config``: as
+    tritonserver reads them, only the value ``false`` turns them off, and settings it does
+    not know are ignored; summaries (``summary_latencies=true``) are refused."""
+    on = True
+    for spec in specs:
+        setting, _, value = spec.partition("=")
+        if not setting or not value:
+            raise OptionsError(f"--metrics-config option format is <setting>=<value>. Got {spec}")
+        if setting == "counter_latencies":
+            on = value != "false"
+        elif setting == "summary_latencies" and value == "true":
+            raise OptionsError(
+                "--metrics-config=summary_latencies=true is not supported: latency "
+                "summaries are not implemented"
+            )
+    return on
+
+
 def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
     """Parse tritonserver-style flags; raises OptionsError for what is not supported."""
     argv = list(argv) if argv is not None else None
@@ -412,6 +451,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
     opts.backend_config = _backend_config(ns.backend_config)
     opts.python_isolation = _python_isolation(ns.python_isolation, opts.backend_config)
     opts.cache_size = _cache_size(ns.cache_config, ns.response_cache_byte_size)
+    opts.latency_counters = _latency_counters(ns.metrics_config)
     if opts.header_forward_pattern is not None:
         import re
 
@@ -464,6 +504,7 @@ def _plain_options(ns: argparse.Namespace) -> ServerOptions:
         metrics_address=ns.metrics_address,
         metrics_port=ns.metrics_port,
         metrics_interval_ms=ns.metrics_interval_ms,
+        cpu_metrics=ns.allow_cpu_metrics,
         model_control_mode=ns.model_control_mode,
         load_models=ns.load_model,
         repository_poll_secs=ns.repository_poll_secs,

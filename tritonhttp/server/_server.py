@@ -20,6 +20,7 @@ from .backends.python._direct import DirectReply, ReplyCodec
 from .core._bridge import CoreBridge
 from .core._cache import ResponseCache
 from .core._core import VERSION, ServerCore
+from .core._metrics import make_registry
 from .core._repository import Repository
 from .core._settings import LogSettings, TraceSettings
 from .front import HttpFrontend, MetricsApp, _reply
@@ -79,6 +80,12 @@ class Server:
         self.core = ServerCore(
             self.repository,
             server_id=o.server_id,
+            registry=make_registry(
+                self.repository.loaded_versions,
+                self.repository.response_cache,
+                cpu=o.cpu_metrics,
+                latency_counters=o.latency_counters,
+            ),
             trace=trace,
             log=LogSettings(
                 log_file=o.log_file,
@@ -172,6 +179,8 @@ class Server:
         ]
         log.info("\n%s", _table(("Model", "Version", "Status"), rows))
         o = self.options
+        if o.allow_metrics and o.cpu_metrics:
+            log.info("Collecting CPU metrics")
         info = [
             ("server_id", o.server_id),
             ("server_version", VERSION),

@@ -1,12 +1,13 @@
-"""Prometheus metrics with Triton's family names, rendered by prometheus_client."""
+"""Prometheus metrics with Triton's family names: collected by prometheus_client
+collectors, written in Triton's text layout by :func:`render`."""
 
 from __future__ import annotations
 
+import math
 import os
-import re
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
@@ -48,7 +49,7 @@ _COUNTERS = (
 )
 
 
-#: per-model cache counters (only for versions that use the response cache)
+#: per-model cache counters (only for versions whose config enables the response cache)
 _CACHE_COUNTERS = (
     ("nv_cache_num_hits_per_model", "Number of cache hits per model"),
     ("nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds"),
@@ -59,8 +60,8 @@ _CACHE_COUNTERS = (
     ),
 )
 
-#: server-wide cache gauges (with ``--cache-config``); Triton 2.51's local cache leaves
-#: all but the utilisation at 0, and so does this server
+#: server-wide cache gauges (with ``--cache-config``), in the order of the values
+#: :meth:`MetricsCollector.collect` gives them
 _CACHE_GAUGES = (
     ("nv_cache_util", "Cache utilization [0.0 - 1.0]"),
     ("nv_cache_num_entries", "Number of responses stored in response cache"),
@@ -119,11 +120,17 @@ class MetricsCollector(Collector):
     """Reads the statistics of every loaded version at scrape time."""
 
     def __init__(
-        self, versions: Callable[[], list[ModelVersion]], cache: ResponseCache | None = None
+        self,
+        versions: Callable[[], list[ModelVersion]],
+        cache: ResponseCache | None = None,
+        *,
+        cpu: bool = True,
+        latency_counters: bool = True,
     ) -> None:
         self._versions = versions
         self._cache = cache
-        self._cpu = _CpuSampler()
+        self._cpu = _CpuSampler() if cpu else None
+        self._latency_counters = latency_counters
 
     def collect(self) -> Iterator[Metric]:
         versions = self._versions()
@@ -164,7 +171,9 @@ class MetricsCollector(Collector):
             ):
                 ns = (st["success"][1] + st["fail"][1]) if stage is None else st[stage][1]
                 fam[family].add_sample(family, labels, ns // 1000)
-            if mv.cache is not None:
+            # (Triton lists a model's cache counters when its config enables the cache,
+            # with or without a cache on the server)
+            if mv.cache is not None or (mv.config is not None and mv.config.response_cache.enable):
                 hit, miss = st["cache_hit"], st["cache_miss"]
                 for (family, _), value in zip(
                     _CACHE_COUNTERS,
@@ -174,8 +183,11 @@ class MetricsCollector(Collector):
                     cache_families[family].add_sample(family, labels, value)
                 with_cache = True
             pending.add_sample("nv_inference_pending_request_count", labels, mv.pending)
-        yield from families.values()
-        if with_cache:
+        if self._latency_counters:
+            yield from families.values()
+        else:  # (--metrics-config counter_latencies=false)
+            yield from (f for name, f in families.items() if not name.endswith("_duration_us"))
+        if with_cache and self._latency_counters:  # (counter_latencies=false: none)
             yield from cache_families.values()
         yield pending
         for name, doc, value in (
@@ -193,8 +205,24 @@ class MetricsCollector(Collector):
             m = Metric(name, doc, "gauge")
             m.add_sample(name, {}, value)
             yield m
+        if self._cpu is not None:
+            yield from self._cpu_families(self._cpu)
+        cache = self._cache
+        if cache is not None:
+            t = cache.stats
+            gauges = (
+                cache.utilization, len(cache), t.hits, t.misses, t.hits + t.misses,
+                t.evictions, t.lookup_ns // 1000, t.insertion_ns // 1000,
+            )  # fmt: skip
+            for (name, doc), gauge in zip(_CACHE_GAUGES, gauges, strict=True):
+                m = Metric(name, doc, "gauge")
+                m.add_sample(name, {}, gauge)
+                yield m
+
+    @staticmethod
+    def _cpu_families(sampler: _CpuSampler) -> Iterator[Metric]:
         cpu = Metric("nv_cpu_utilization", "CPU utilization rate [0.0 - 1.0]", "gauge")
-        cpu.add_sample("nv_cpu_utilization", {}, self._cpu.utilization())
+        cpu.add_sample("nv_cpu_utilization", {}, sampler.utilization())
         yield cpu
         total, used = _memory()
         for name, doc, value in (
@@ -204,38 +232,58 @@ class MetricsCollector(Collector):
             m = Metric(name, doc, "gauge")
             m.add_sample(name, {}, value)
             yield m
-        cache = self._cache
-        if cache is not None:
-            for name, doc in _CACHE_GAUGES:
-                m = Metric(name, doc, "gauge")
-                m.add_sample(name, {}, cache.utilization if name == "nv_cache_util" else 0)
-                yield m
 
 
 def make_registry(
-    versions: Callable[[], list[ModelVersion]], cache: ResponseCache | None = None
+    versions: Callable[[], list[ModelVersion]],
+    cache: ResponseCache | None = None,
+    *,
+    cpu: bool = True,
+    latency_counters: bool = True,
 ) -> CollectorRegistry:
+    """A registry with the server's collector (``cpu``: the ``nv_cpu_*`` families;
+    ``latency_counters``: the ``*_duration_us`` counters)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(MetricsCollector(versions, cache))
+    registry.register(MetricsCollector(versions, cache, cpu=cpu, latency_counters=latency_counters))
     return registry
 
 
-_TOTAL_LINE = re.compile(rb"^# (HELP|TYPE) (\S+)_total ", re.MULTILINE)
+#: family types in the order Triton's registry lists them (each in registration order)
+_TYPE_ORDER = {"counter": 0, "gauge": 1, "histogram": 2, "summary": 3}
+
+
+def format_value(value: float) -> str:
+    """A sample value as Triton (prometheus-cpp) prints it: ``7`` for 7.0, 16 significant
+    digits otherwise, ``Nan``/``+Inf``/``-Inf``."""
+    if math.isnan(value):
+        return "Nan"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return f"{value:.16g}"
+
+
+def _escape(text: str, quote: bool) -> str:
+    text = text.replace("\\", "\\\\").replace("\n", "\\n")
+    return text.replace('"', '\\"') if quote else text
 
 
 def render(registry: CollectorRegistry) -> bytes:
-    """The Prometheus text exposition of the registry.
-
-    prometheus_client names counter families ``<name>_total`` in the HELP/TYPE lines;
-    Triton's counters (and models' custom counters) carry no suffix on their samples, so
-    it is taken off wherever the samples do not have it.
-    """
-    text = generate_latest(registry)
-    with_total = set(re.findall(rb"^(\S+?_total)[{ ]", text, re.MULTILINE))
-
-    def fix(m: re.Match[bytes]) -> bytes:
-        if m.group(2) + b"_total" in with_total:
-            return m.group(0)
-        return b"# " + m.group(1) + b" " + m.group(2) + b" "
-
-    return _TOTAL_LINE.sub(fix, text)
+    """The Prometheus text exposition of the registry, written as Triton writes it:
+    counter families first, then gauges, histograms and summaries, each family only
+    while it has a series; labels in the order the collectors give them (``le`` and
+    ``quantile`` last); values by :func:`format_value`."""
+    families = sorted(registry.collect(), key=lambda f: _TYPE_ORDER.get(f.type, 4))
+    out: list[str] = []
+    for family in families:
+        if not family.samples:  # (a family with no series is left out, as Triton does)
+            continue
+        name = family.name
+        if family.type == "counter" and {x.name for x in family.samples} == {name + "_total"}:
+            name += "_total"  # (prometheus_client takes the suffix off a counter's name)
+        out.append(f"# HELP {name} {_escape(family.documentation, False)}\n")
+        out.append(f"# TYPE {name} {family.type}\n")
+        for sample in family.samples:
+            labels = ",".join(f'{k}="{_escape(v, True)}"' for k, v in sample.labels.items())
+            head = f"{sample.name}{{{labels}}}" if labels else sample.name
+            out.append(f"{head} {format_value(float(sample.value))}\n")
+    return "".join(out).encode()

@@ -1,0 +1,106 @@
+"""Server flags side by side with real tritonserver 2.51: which values of the metrics flags
+start the server and which stop it (exit status 1, the flag named), the two spellings
+``--flag=value`` and ``--flag value``, and a flag given twice."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._real import skip_without_real_triton
+from tritonhttp.server import _launch
+from tritonhttp.testing import _process
+from tritonhttp.testing import _real_triton as rt
+
+from ._wire import exchange
+
+pytestmark = pytest.mark.real_triton
+
+#: flag values tritonserver takes (booleans in any case, ``on``/``off``; ints read as
+#: ``std::stoi`` reads them; --metrics-config settings it does not know)
+TAKEN = [
+    ("--allow-metrics=on",),
+    ("--allow-metrics=TRUE",),
+    ("--allow-cpu-metrics=0",),
+    ("--allow-cpu-metrics", "false"),
+    ("--allow-gpu-metrics=false",),
+    ("--allow-gpu-metrics=true",),
+    ("--metrics-interval-ms=1.5",),
+    ("--metrics-interval-ms=5x",),
+    ("--metrics-interval-ms", " 7"),
+    ("--metrics-config=a=b=c",),
+    ("--metrics-config", "counter_latencies=false"),
+    ("--metrics-config=summary_latencies=maybe",),
+]
+
+#: flag values tritonserver refuses: exit status 1
+REFUSED = [
+    ("--allow-metrics= true",),
+    ("--allow-metrics=yes",),
+    ("--allow-cpu-metrics=no",),
+    ("--allow-gpu-metrics=",),
+    ("--metrics-config=nokey",),
+    ("--metrics-config=a=",),
+    ("--metrics-config==x",),
+    ("--metrics-interval-ms=abc",),
+    ("--metrics-interval-ms=inf",),
+    ("--metrics-flag-that-is-not=1",),
+    ("--allow-metrics",),  # no value
+]
+
+
+def _outcome(start: Callable[..., Any], repo: Path, flags: tuple[str, ...]) -> tuple[bool, str]:
+    """Whether the server started with ``flags`` (then stopped), and what it said (its
+    exit status, then its whole log)."""
+    log = repo / f"{start.__module__}.log"
+    try:
+        server = start(repo, *flags, timeout=60, log_path=log)
+    except RuntimeError as e:
+        return False, str(e).splitlines()[0] + "\n" + log.read_text(errors="replace")
+    server.stop()
+    return True, server.log()
+
+
+@pytest.mark.parametrize(
+    ("flags", "taken"),
+    [*((f, True) for f in TAKEN), *((f, False) for f in REFUSED)],
+    ids=[" ".join(f) for f in (*TAKEN, *REFUSED)],
+)
+def test_metrics_flag_values(tmp_path: Path, flags: tuple[str, ...], taken: bool) -> None:
+    skip_without_real_triton(rt.platform_problem())
+    rt.ensure_installed()
+    real = _outcome(rt.start, tmp_path, flags)
+    ours = _outcome(_launch.start, tmp_path, flags)
+    assert (real[0], ours[0]) == (taken, taken), (real[1][-600:], ours[1][-600:])
+    assert real[1].count("Started HTTPService at") == ours[1].count("Started HTTPService at")
+    if not taken:
+        name = flags[0].split("=", 1)[0]
+        assert "exited with 1" in real[1] and "exited with 1" in ours[1]
+        assert name in real[1] and name in ours[1], ours[1][-600:]
+
+
+def test_flag_given_twice_last_wins(tmp_path: Path) -> None:
+    """The last ``--metrics-port`` and the last ``--allow-metrics`` count, on both."""
+    skip_without_real_triton(rt.platform_problem())
+    rt.ensure_installed()
+    for start in (rt.start, _launch.start):
+        port = _process.free_port()
+        flags = ("--allow-metrics=false", f"--metrics-port={port}", "--allow-metrics=true")
+        server = start(tmp_path, *flags)
+        try:
+            assert exchange(f"127.0.0.1:{port}", "GET", "/metrics").status == 200, start
+        finally:
+            server.stop()
+
+
+def test_latency_summaries_are_refused() -> None:
+    """``summary_latencies=true`` would add the ``*_summary_us`` families, which this server
+    does not have: it stops with a clear message rather than start without them."""
+    from tritonhttp.server._options import OptionsError, parse_args
+
+    with pytest.raises(OptionsError, match="summary_latencies=true is not supported"):
+        parse_args(["--model-repository=.", "--metrics-config=summary_latencies=true"])
+    assert parse_args(["--model-repository=.", "--metrics-config=summary_latencies=TRUE"])
