@@ -11,12 +11,17 @@ count left for a model's.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tritonhttp.server.core._errors import CoreError
+from tritonhttp.server.core._settings import TraceSettings, c_int
 
 from ._wire import exchange, infer_body
 
@@ -185,3 +190,58 @@ def test_count_left_is_shown(
     assert exchange(ours.url, *get()).json()["trace_count"] == "3"
     refused = exchange(ours.url, *post('{"trace_rate":"1"}', "one"))
     assert refused.status == 400
+
+
+# ----------------------------------------------------------------------------- numbers
+
+BAD_NUMBERS = [
+    ("--log-verbose=abc", "Invalid option value. Got abc"),
+    ("--log-verbose=99999999999", "Provided option value is out of bound. Got 99999999999"),
+    ("--trace-config=rate=x5", "Invalid option value. Got x5"),
+    ("--trace-config=count=-2147483649", "Provided option value is out of bound. Got -2147483649"),
+]
+
+
+@pytest.mark.parametrize(("flag", "words"), BAD_NUMBERS, ids=[f for f, _ in BAD_NUMBERS])
+def test_flag_numbers_refused_in_tritonservers_words(
+    flag: str, words: str, real_triton_factory: Any, bundled_server_factory: Any
+) -> None:
+    """A flag's number that is no C int stops either server with tritonserver's words."""
+    for factory in (real_triton_factory, bundled_server_factory):
+        with pytest.raises(RuntimeError, match=re.escape(words)):
+            factory(Path(__file__).parent.parent / "models", flag)
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ('{"trace_rate":"abc"}', "Unable to parse 'trace_rate', got: abc"),
+        (
+            '{"trace_rate":"99999999999"}',
+            "Unable to parse 'trace_rate', value is out of range [ 0, 4294967295 ], got: "
+            "99999999999",
+        ),
+        (
+            '{"trace_count":"2147483648"}',
+            "Unable to parse 'trace_count', value is out of range [ -1, 2147483647 ], got: "
+            "2147483648",
+        ),
+        (
+            '{"trace_count":"-99999999999"}',
+            "Unable to parse 'trace_count'. Expecting value >= -1, got:-99999999999",
+        ),
+    ],
+)
+def test_api_numbers_refused_in_the_apis_words(body: str, words: str) -> None:
+    """The same reading of numbers behind the trace API answers with the API's words."""
+    settings = TraceSettings()
+    with pytest.raises(CoreError) as info:
+        settings.update(json.loads(body))
+    assert str(info.value) == words
+
+
+@pytest.mark.parametrize(
+    ("text", "number"), [(" 5x", 5), ("-7", -7), ("1.5", 1), ("+1e3", 1), ("2147483647", 2**31 - 1)]
+)
+def test_c_int_reads_the_leading_digits(text: str, number: int) -> None:
+    assert c_int(text) == number

@@ -10,7 +10,7 @@ from typing import Any
 
 from ._errors import Code, CoreError
 
-__all__ = ["LogSettings", "TraceSettings"]
+__all__ = ["CIntError", "LogSettings", "TraceSettings", "c_int"]
 
 _JSON_NOT_BOOL = "attempt to access JSON non-boolean as boolean"
 _JSON_NOT_UINT = "attempt to access JSON non-unsigned-integer as unsigned-integer"
@@ -18,6 +18,33 @@ _JSON_NOT_STR = "attempt to access JSON non-string as string"
 _JSON_NOT_ARRAY = "attempt to access JSON non-array as array"
 
 _LEADING_INT = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
+_C_INT_MIN, _C_INT_MAX = -(2**31), 2**31 - 1
+
+
+class CIntError(ValueError):
+    """A text that is no C ``int``: ``number`` is the number it starts with when that is
+    out of range, None when it starts with none."""
+
+    def __init__(self, text: str, number: int | None) -> None:
+        super().__init__(text)
+        self.text = text
+        self.number = number
+
+
+def c_int(text: str, flag: bool = False) -> int:
+    """``text`` read as tritonserver reads a number (``std::stoi``): leading white space,
+    a sign and digits, what follows ignored ("5x" is 5, "1.5" is 1, "1e3" is 1); a C
+    ``int``. Else :class:`CIntError`, whose message is tritonserver's for a flag when
+    ``flag`` (``Invalid option value. Got TEXT``, ``Provided option value is out of
+    bound. Got TEXT``); callers of the API give their own."""
+    m = _LEADING_INT.match(text)
+    number = int(m.group(1)) if m is not None else None
+    if number is not None and _C_INT_MIN <= number <= _C_INT_MAX:
+        return number
+    words = "Invalid option value" if number is None else "Provided option value is out of bound"
+    raise CIntError(f"{words}. Got {text}" if flag else text, number)
+
+
 _TRACE_KEYS = ("trace_level", "trace_rate", "trace_count", "log_frequency", "trace_file")
 
 
@@ -276,42 +303,36 @@ def _parse_number(key: str, value: Any) -> int:
     if not isinstance(value, str):
         raise CoreError(_JSON_NOT_STR, Code.INTERNAL)
     value = value.partition("\0")[0]  # (read as a C string)
-    # Triton reads the text with strtol-like functions: leading white space, a
-    # sign, digits; what follows the digits is ignored ("5x" is 5, "1e3" is 1)
-    m = _LEADING_INT.match(value)
-    if m is None:
-        raise CoreError(f"Unable to parse '{key}', got: {value}")
-    number = int(m.group(1))
+    try:
+        number = c_int(value)
+    except CIntError as e:
+        if e.number is None:
+            raise CoreError(f"Unable to parse '{key}', got: {value}") from None
+        number = e.number
     if key == "trace_count":
         if number < -1:
             raise CoreError(f"Unable to parse 'trace_count'. Expecting value >= -1, got:{value}")
-        if number > 2**31 - 1:
+        if number > _C_INT_MAX:
             raise CoreError(
                 f"Unable to parse '{key}', value is out of range [ -1, 2147483647 ], got: {value}"
             )
-    elif -(2**31) <= number < 2**31:
-        # Triton reads a 32-bit signed value and keeps it unsigned (-1 is 4294967295)
-        number %= 2**32
-    else:  # (its message names the unsigned range it does not take)
+        return number
+    if not _C_INT_MIN <= number <= _C_INT_MAX:  # (the message names the unsigned range)
         raise CoreError(
             f"Unable to parse '{key}', value is out of range [ 0, 4294967295 ], got: {value}"
         )
-    return number
+    # Triton reads a 32-bit signed value and keeps it unsigned (-1 is 4294967295)
+    return number % 2**32
 
 
 def _config_int(values: dict[str, str], key: str, default: int) -> int:
-    """A number of ``--trace-config`` as tritonserver reads it: a C ``int`` read from the
-    leading digits ("5x" is 5); the rate and the log frequency are then kept unsigned
+    """A number of ``--trace-config`` as tritonserver reads it (:func:`c_int`, refused
+    with its words for a flag); the rate and the log frequency are then kept unsigned
     (-1 is 4294967295)."""
     text = values.get(key)
     if text is None:
         return default
-    m = _LEADING_INT.match(text)
-    if m is None:
-        raise ValueError(f"failed to parse trace setting '{key}': '{text}'")
-    number = int(m.group(1))
-    if not -(2**31) <= number < 2**31:
-        raise ValueError(f"trace setting '{key}' is out of bound, got: '{text}'")
+    number = c_int(text, flag=True)
     return number if key == "count" else number % 2**32
 
 
