@@ -1,6 +1,7 @@
 """Server flags side by side with real tritonserver 2.51: which values of the metrics flags
-start the server and which stop it (exit status 1, the flag named), the two spellings
-``--flag=value`` and ``--flag value``, and a flag given twice."""
+(and of flags that turn off what this server does not have) start the server and which
+stop it (exit status 1, the flag named), the two spellings ``--flag=value`` and
+``--flag value``, and a flag given twice."""
 
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ TAKEN = [
     ("--metrics-config=a=b=c",),
     ("--metrics-config", "counter_latencies=false"),
     ("--metrics-config=summary_latencies=maybe",),
+    # what this server does anyway: no SageMaker, no Vertex AI, no pinned memory pool
+    ("--allow-sagemaker=false",),
+    ("--allow-vertex-ai", "0"),
+    ("--pinned-memory-pool-byte-size=0",),
+    ("--http-thread-count=4",),
 ]
 
 #: flag values tritonserver refuses: exit status 1
@@ -49,6 +55,7 @@ REFUSED = [
     ("--metrics-interval-ms=inf",),
     ("--metrics-flag-that-is-not=1",),
     ("--allow-metrics",),  # no value
+    ("--http-thread-count=abc",),
 ]
 
 

@@ -330,6 +330,12 @@ def _settings_flags(a: Callable[..., argparse.Action]) -> None:
         help="true: the same as --disable-auto-complete-config",
     )
     a(
+        "--http-thread-count",
+        type=_c_int,
+        default=None,
+        help="accepted; one event loop serves every connection",
+    )
+    a(
         "--model-load-thread-count",
         type=int,
         default=None,
@@ -412,8 +418,7 @@ def _latency_counters(specs: list[str]) -> bool:
 
 def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
     """Parse tritonserver-style flags; raises OptionsError for what is not supported."""
-    argv = list(argv) if argv is not None else None
-    _refuse_unsupported(argv or [])
+    argv = _refuse_unsupported(list(argv)) if argv is not None else None
     argv, grpc_flags = _drop_grpc_flags(argv)
     parser = _parser()
 
@@ -462,14 +467,39 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
     return opts
 
 
-def _refuse_unsupported(argv: list[str]) -> None:
-    """Raise OptionsError for the first tritonserver flag in ``argv`` this server does not
-    implement (see ``_UNSUPPORTED``)."""
-    for arg in argv:
-        if arg.startswith("--"):
-            name = arg[2:].split("=", 1)[0]
-            if name in _UNSUPPORTED:
+def _is_off(name: str, value: str | None) -> bool:
+    """Whether ``--name value`` asks for what this server does anyway (no SageMaker, no
+    Vertex AI, no pinned memory pool), so that it may be taken and ignored."""
+    if value is None:
+        return False
+    try:
+        if name in ("allow-sagemaker", "allow-vertex-ai"):
+            return not _bool(value)
+        if name == "pinned-memory-pool-byte-size":
+            return _c_int(value) == 0
+    except argparse.ArgumentTypeError:
+        return False
+    return False
+
+
+def _refuse_unsupported(argv: list[str]) -> list[str]:
+    """``argv`` without the unsupported flags given a value that turns them off; raise
+    OptionsError for the first other tritonserver flag this server does not implement
+    (see ``_UNSUPPORTED``)."""
+    kept: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+        if name in _UNSUPPORTED:
+            given = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+            if not _is_off(name, given):
                 raise OptionsError(f"--{name} is not supported: {_UNSUPPORTED[name]}")
+            i += 1 if eq else 2
+            continue
+        kept.append(arg)
+        i += 1
+    return kept
 
 
 def _drop_grpc_flags(argv: list[str] | None) -> tuple[list[str] | None, list[str]]:
