@@ -261,17 +261,7 @@ def csv_text(
     writer = csv.writer(buffer, lineterminator="\n")
     first = "Concurrency" if not results or results[0].load == "concurrency" else "Request Rate"
     header = [
-        first,
-        "Inferences/Second",
-        *(["Response Throughput"] if decoupled else []),
-        "Client Send",
-        "Network+Server Send/Recv",
-        "Server Queue",
-        "Server Compute Input",
-        "Server Compute Infer",
-        "Server Compute Output",
-        *(["Server Cache Hit", "Server Cache Miss"] if cache else []),
-        "Client Recv",
+        *_csv_head(first, cache, decoupled),
         *(f"p{q} latency" for q in _csv_percentiles(percentile)),
     ]
     if verbose:
@@ -337,6 +327,23 @@ def _csv_row(
     return row
 
 
+def _csv_head(first: str, cache: bool, decoupled: bool) -> list[str]:
+    """perf_analyzer's CSV columns from the load to ``Client Recv``."""
+    return [
+        first,
+        "Inferences/Second",
+        *(["Response Throughput"] if decoupled else []),
+        "Client Send",
+        "Network+Server Send/Recv",
+        "Server Queue",
+        "Server Compute Input",
+        "Server Compute Infer",
+        "Server Compute Output",
+        *(["Server Cache Hit", "Server Cache Miss"] if cache else []),
+        "Client Recv",
+    ]
+
+
 def _level_cell(r: LevelResult) -> str:
     return str(int(r.level)) if r.load == "concurrency" else f"{r.level:g}"
 
@@ -355,20 +362,7 @@ def composing_csv_texts(results: list[LevelResult], cache: bool) -> dict[tuple[s
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         first = "Concurrency" if ordered[0].load == "concurrency" else "Request Rate"
-        writer.writerow(
-            [
-                first,
-                "Inferences/Second",
-                "Client Send",
-                "Network+Server Send/Recv",
-                "Server Queue",
-                "Server Compute Input",
-                "Server Compute Infer",
-                "Server Compute Output",
-                *(["Server Cache Hit", "Server Cache Miss"] if cache else []),
-                "Client Recv",
-            ]
-        )
+        writer.writerow(_csv_head(first, cache, False))
         for r in ordered:
             mine = next((c for c in r.composing or [] if (c["model"], c["version"]) == key), None)
             server = mine["server"] if mine is not None else {}
