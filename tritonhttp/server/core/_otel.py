@@ -104,11 +104,15 @@ class OtelExporter:
 
             exporter = OTLPSpanExporter(endpoint=settings.extra.get("url") or DEFAULT_URL)
         self.resource = _resource(settings)
+        queue_size = _int_setting(settings, "bsp_max_queue_size")
         self.processor = BatchSpanProcessor(
             exporter,
-            max_queue_size=_int_setting(settings, "bsp_max_queue_size"),
+            max_queue_size=queue_size,
             schedule_delay_millis=_int_setting(settings, "bsp_schedule_delay"),
-            max_export_batch_size=_int_setting(settings, "bsp_max_export_batch_size"),
+            # (the SDK refuses a batch larger than the queue; tritonserver takes the pair)
+            max_export_batch_size=min(
+                _int_setting(settings, "bsp_max_export_batch_size"), queue_size
+            ),
         )
         #: monotonic ns + offset = ns since the epoch
         self.offset = time.time_ns() - time.monotonic_ns()

@@ -126,7 +126,7 @@ class TraceSettings:
             own.pop("log-frequency", None)
         else:
             for key, value in OTEL_DEFAULTS.items():
-                own.setdefault(key, value)
+                own[key] = _bsp_number(key, own.get(key, value))
         if "resource" in own:
             settings.resources = own["resource"].split("\n")
             own["resource"] = settings.resources[-1]
@@ -323,6 +323,20 @@ def _parse_number(key: str, value: Any) -> int:
         )
     # Triton reads a 32-bit signed value and keeps it unsigned (-1 is 4294967295)
     return number % 2**32
+
+
+def _bsp_number(key: str, text: str) -> str:
+    """A batch span processor setting of ``--trace-config opentelemetry,...`` as
+    tritonserver reads and then shows it: leading white space, a sign and digits, what
+    follows ignored ("5x" is 5), kept in 32 bits; no number is refused in its words. A
+    value that is not positive then is refused too (tritonserver aborts on it)."""
+    m = _LEADING_INT.match(text)
+    if m is None:
+        raise ValueError(f'Bad option: "--trace-config opentelemetry,{key}".')
+    number = int(m.group(1))
+    if number < 0 or number % 2**32 == 0:
+        raise ValueError(f"opentelemetry,{key} must be a positive integer, got '{text}'")
+    return str(number % 2**32)
 
 
 def _config_int(values: dict[str, str], key: str, default: int) -> int:
