@@ -267,9 +267,9 @@ class Metric:
     def _check(self, op: str) -> None:
         if self._family() is None:
             raise TritonModelException(
-                "Invalid metric operation as the corresponding 'MetricFamily' has been "
-                "deleted. The 'MetricFamily' object should be deleted AFTER its corresponding "
-                "'Metric' objects have been deleted."
+                f"Failed to {_VERB[op]} metric value: Invalid metric operation as the "
+                "corresponding 'MetricFamily' has been deleted. The 'MetricFamily' object "
+                "should be deleted AFTER its corresponding 'Metric' objects have been deleted."
             )
         if op not in _OPS[self._kind]:
             raise _fail(
