@@ -116,8 +116,8 @@ EXPECTED = {
         f"the request for model '{INSTANCE}', message: Invalid metric name"},
     "int_kind": {"TypeError": True},
     "family_deleted": {"TritonModelException": "Failed to set metric value: Invalid metric "
-        "operation as the corresponding 'MetricFamily' has been deleted. The 'MetricFamily' object should be deleted AFTER its "
-        "corresponding 'Metric' objects have been deleted."},
+        "operation as the corresponding 'MetricFamily' has been deleted. The 'MetricFamily' "
+        "object should be deleted AFTER its corresponding 'Metric' objects have been deleted."},
 }  # fmt: skip
 
 
