@@ -328,12 +328,15 @@ def _parse_number(key: str, value: Any) -> int:
 def _bsp_number(key: str, text: str) -> str:
     """A batch span processor setting of ``--trace-config opentelemetry,...`` as
     tritonserver reads and then shows it: leading white space, a sign and digits, what
-    follows ignored ("5x" is 5), kept in 32 bits; no number is refused in its words. A
-    value that is not positive then is refused too (tritonserver aborts on it)."""
-    m = _LEADING_INT.match(text)
-    if m is None:
-        raise ValueError(f'Bad option: "--trace-config opentelemetry,{key}".')
-    number = int(m.group(1))
+    follows ignored ("5x" is 5; :func:`c_int`'s reading, any size), kept in 32 bits; no
+    number is refused in its words. A value that is not positive then is refused too
+    (tritonserver aborts on it)."""
+    try:
+        number = c_int(text)
+    except CIntError as e:
+        if e.number is None:
+            raise ValueError(f'Bad option: "--trace-config opentelemetry,{key}".') from None
+        number = e.number
     if number < 0 or number % 2**32 == 0:
         raise ValueError(f"opentelemetry,{key} must be a positive integer, got '{text}'")
     return str(number % 2**32)

@@ -167,8 +167,8 @@ class Connection(asyncio.Protocol):
             return
         self.transport.set_protocol(_BodyReader(self, ex, sink))
 
-    def _raw_body_done(self, ex: Exchange) -> None:
-        """(:class:`_BodyReader`) ``ex``'s body is whole: parse on with a fresh parser
+    def _raw_body_done(self) -> None:
+        """(:class:`_BodyReader`) the body being read is whole: parse on with a fresh parser
         (the old one is still inside that body)."""
         self.transport.set_protocol(self)
         self.parser = httptools.HttpRequestParser(self)
@@ -469,7 +469,7 @@ class _BodyReader(asyncio.BufferedProtocol):
         sink.filled += nbytes
         self.ex.body_seen += nbytes
         if sink.filled >= self.end:
-            self.conn._raw_body_done(self.ex)
+            self.conn._raw_body_done()
 
     def eof_received(self) -> bool | None:
         return self.conn.eof_received()
