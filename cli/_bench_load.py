@@ -164,11 +164,22 @@ class _Worker:
 
     def one(self, scheduled: float | None = None) -> Record:
         """Send the next request and wait for its answer."""
+        t0 = time.perf_counter()
+        prepared, sequence = self.target.source.next(self.state)
+        return self._send(t0, prepared, sequence, scheduled)
+
+    def finish(self) -> None:
+        """End the worker's open sequence, unmeasured (``RequestSource.finish``)."""
+        closing = self.target.source.finish(self.state)
+        if closing is not None:
+            self._send(time.perf_counter(), *closing, None)
+
+    def _send(
+        self, t0: float, prepared: Any, sequence: dict[str, Any], scheduled: float | None
+    ) -> Record:
         import tritonhttp
 
         clock = time.perf_counter
-        t0 = clock()
-        prepared, sequence = self.target.source.next(self.state)
         outputs = self.outputs if self.outputs is not None else prepared.outputs
         body, json_size = tritonhttp.InferenceServerClient.generate_request_body(
             prepared.inputs, outputs, **sequence
@@ -318,6 +329,7 @@ class Load:
         try:
             while not self.stopping.is_set() and self.stopping.take():
                 self.records.append(worker.one())
+            worker.finish()
         finally:
             worker.close()
 
@@ -329,8 +341,9 @@ class Load:
                 due = self.schedule.next()
                 delay = due - time.perf_counter()
                 if (delay > 0 and self.stopping.wait(delay)) or self.stopping.is_set():
-                    return
+                    break
                 self.records.append(worker.one(due))
+            worker.finish()
         finally:
             worker.close()
 
@@ -349,8 +362,8 @@ class Load:
         room = threading.Semaphore(self.concurrency or self.max_threads)
 
         def submitter() -> None:
+            state: dict[str, Any] = {}
             try:
-                state: dict[str, Any] = {}
                 while not self.stopping.is_set():
                     due = None
                     if self.schedule is not None:
@@ -370,8 +383,11 @@ class Load:
                     pending.append((started, self._submit(prepared, sequence), late))
                     ready.release()
             finally:
-                pending.append(None)
-                ready.release()
+                try:
+                    self._finish(state)
+                finally:
+                    pending.append(None)
+                    ready.release()
 
         def collector() -> None:
             while True:
@@ -383,6 +399,12 @@ class Load:
                 room.release()
 
         _run_threads([submitter, collector])
+
+    def _finish(self, state: dict[str, Any]) -> None:
+        """End the submitter's open sequence, unmeasured (``RequestSource.finish``)."""
+        closing = self.target.source.finish(state)
+        if closing is not None:
+            _collect(time.perf_counter(), self._submit(*closing), False)
 
     def _submit(self, prepared: Any, sequence: dict[str, Any]) -> Any:
         target = self.target

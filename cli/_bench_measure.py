@@ -312,6 +312,27 @@ def _edge(load: Load, stats: Callable[[], Snapshot]) -> _Edge:
     return _Edge(mark, clock, cpu, stats())
 
 
+def _settled(
+    stats: Callable[[], Snapshot], before: Snapshot, after: Snapshot, records: list[Any]
+) -> Snapshot:
+    """The server's reading once it counts every request the client saw succeed (read
+    again for up to a second): a server may send an answer before it counts it, so a
+    reading taken just after the last answer can miss it."""
+    ok = sum(1 for r in records if r[2] is None)
+    deadline = time.perf_counter() + 1.0
+    while _successes(before, after) < ok and time.perf_counter() < deadline:
+        time.sleep(0.005)
+        after = stats()
+    return after
+
+
+def _successes(before: Snapshot, after: Snapshot) -> int:
+    if before is None or after is None:
+        return 1 << 62
+    key = (0, 0)
+    return after[2].get("success", key)[0] - before[2].get("success", key)[0]
+
+
 def _one_window(
     load: Load,
     options: MeasureOptions,
@@ -347,6 +368,7 @@ def _one_window(
         records = records[: options.fixed_requests]
         if records:
             end = max(r[1] for r in records)
+        end_edge.stats = _settled(stats, begin.stats, end_edge.stats, records)
     window = Window(records, end - start, end_edge.cpu - begin.cpu, begin.stats, end_edge.stats)
     return window, end_edge
 

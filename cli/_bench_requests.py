@@ -98,6 +98,19 @@ class RequestSource:
             "sequence_end": end,
         }
 
+    def finish(self, state: dict[str, Any]) -> tuple[Prepared, dict[str, Any]] | None:
+        """The request that ends the worker's open sequence (its next step, with the END
+        flag), or None when it has none. A stopping worker sends it, as perf_analyzer
+        does, so that no sequence holds a server slot until its idle timeout."""
+        sequence: _Sequence | None = state.pop("sequence", None)
+        if sequence is None or sequence.sent >= sequence.length:
+            return None
+        steps = self.streams[sequence.stream]
+        with self._lock:
+            self._live.discard(sequence.ident)
+        end = {"sequence_id": sequence.ident, "sequence_start": False, "sequence_end": True}
+        return steps[sequence.sent % len(steps)], end
+
     def _new_sequence(self) -> _Sequence:
         assert self.sequences is not None
         seq = self.sequences

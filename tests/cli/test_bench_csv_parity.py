@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from cli_helpers import MODELS, Run, run_script
 from conftest import Server, is_bundled
-from tritonhttp_cli._bench_measure import MeasureOptions, measure_level, server_delta
+from tritonhttp_cli._bench_measure import MeasureOptions, _settled, measure_level, server_delta
 from tritonhttp_cli._bench_report import composing_csv_texts, csv_text
 
 from tritonhttp.server import _launch as bundled
@@ -235,6 +235,19 @@ def test_request_count_matches_the_server(run_cli: Any, triton: Server, mode: st
     assert level["requests"] == 60
     server = level["server_us"]
     assert (server["success_count"], server["inference_count"]) == (60, 60), is_bundled(triton)
+
+
+def test_a_count_behind_the_clients_is_read_again() -> None:
+    """A server may count a request after its answer has gone out (ours does when a worker
+    answers directly): the reading after ``-n N`` is taken again until it counts the N
+    successes the client saw, never past a failure's."""
+    before = (0, 0, {"success": (10, 0)})
+    readings = iter([(0, 0, {"success": (69, 0)}), (0, 0, {"success": (70, 0)})])
+    records = [(0.0, 1.0, None)] * 60 + [(0.0, 1.0, "HTTP 500")]
+    after = _settled(lambda: next(readings), before, (0, 0, {"success": (68, 0)}), records)
+    assert after == (0, 0, {"success": (70, 0)})
+    caught_up = (0, 0, {"success": (70, 0)})
+    assert _settled(lambda: pytest.fail("read again"), before, caught_up, records) is caught_up
 
 
 class _EdgeLoad:

@@ -10,9 +10,13 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from cli_helpers import Run, run_script
 from conftest import Server
+
+import tritonhttp
+from tritonhttp.utils import InferenceServerException
 
 SERVICE_US = 20_000  # service_time sleeps 20 ms per execution
 D1_MS, D2_MS, TOKENS = 60, 30, 4  # timed_stream's first wait, gap and responses
@@ -207,6 +211,27 @@ def test_sequences_play_streams_in_order(bench: Callable[..., Run], tmp_path: Pa
         "0",
     )
     assert failed.code == 1 and "validation: output 'OUTPUT' differs" in failed.stderr
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_stopping_load_ends_its_sequences(
+    bench: Callable[..., Run], bench_server: Server, mode: str
+) -> None:
+    """``-n 7`` stops three workers in the middle of 5-step sequences: each sends one more
+    request with the END flag, unmeasured, as perf_analyzer does, so none holds a server
+    slot until its idle timeout (the next run's sequences would wait out that timeout).
+    After the run a request without START for any of the ids is refused: no sequence
+    under them is open."""
+    args = ["seq_accumulate", "-c", "3", "-n", "7", "--sequence-length", "5", "--json"]
+    done = bench(*args, "--warmup", "0", "--sequence-id-range", "100:103", "--mode", mode)
+    assert done.code == 0, done.stderr
+    assert done.json()["levels"][0]["requests"] == 7
+    one = tritonhttp.InferInput("INPUT", [1], "INT32")
+    one.set_data_from_numpy(np.array([1], dtype=np.int32))
+    with tritonhttp.InferenceServerClient(bench_server.url) as client:
+        for ident in (100, 101, 102):
+            with pytest.raises(InferenceServerException, match="must specify the START flag"):
+                client.infer("seq_accumulate", [one], sequence_id=ident)
 
 
 def test_variable_shapes_batches_and_bad_files(bench: Callable[..., Run], tmp_path: Path) -> None:
