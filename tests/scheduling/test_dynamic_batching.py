@@ -3,11 +3,12 @@ statistics and metrics that follow, on real Triton 2.51 and on our server."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
-from ._probe import Probe, counts, executions, info, metric_counts, outcome
+from ._probe import Probe, counts, executions, info, metric_counts, outcome, wait_for
 
 pytestmark = pytest.mark.real_triton
 
@@ -170,3 +171,41 @@ def test_rescheduling_without_iterative_sequences_is_an_error(probes: dict[str, 
             b'while the model is not configured to handle such a flag."}',
         )
         assert ours.post(model, "r2", 4, batch).status == 200
+
+
+def _compute_ns(stats: dict[str, Any], size: int) -> tuple[list[int], list[int]]:
+    """Compute input, infer and output ns: over requests, and of batches of ``size``."""
+    stages = ("compute_input", "compute_infer", "compute_output")
+    batch = next((b for b in stats["batch_stats"] if b["batch_size"] == size), None)
+    per_batch = [batch[k]["ns"] if batch else 0 for k in stages]
+    return [stats["inference_stats"][k]["ns"] for k in stages], per_batch
+
+
+def test_each_request_of_a_batch_counts_the_whole_execution(probes: dict[str, Probe]) -> None:
+    """Four requests run as one held execution: each counts the execution's whole compute
+    times in the statistics and in the metrics' counters, so the requests' totals grow by
+    four times the batch's own entry."""
+
+    def scenario(p: Probe) -> Any:
+        before = _compute_ns(p.raw_stats("dyn_delay"), 4)
+        metric_before = p.model_metrics("dyn_delay")["nv_inference_compute_infer_duration_us"]
+        params, mark, hold = p.gate()
+        calls = [p.send("dyn_delay", rid, params=params) for rid in "abcd"]
+        wait_for(mark.exists, f"{p.name}: the batch never started")
+        time.sleep(0.1)
+        hold.touch()
+        groups = executions({rid: c.result() for rid, c in zip("abcd", calls, strict=True)})
+        after = _compute_ns(p.stats("dyn_delay"), 4)
+        metric = p.model_metrics("dyn_delay")["nv_inference_compute_infer_duration_us"]
+        requests, batch = (
+            [a - b for a, b in zip(x, y, strict=True)] for x, y in zip(after, before, strict=True)
+        )
+        return groups, requests, batch, metric - metric_before
+
+    for name, (groups, requests, batch, metric_us) in zip(
+        ("triton", "ours"), _both(probes, scenario), strict=True
+    ):
+        assert [sorted(g) for g in groups] == [["a", "b", "c", "d"]], name
+        assert batch[1] >= 100_000_000, name  # held 0.1 s
+        assert requests == [4 * ns for ns in batch], name
+        assert abs(metric_us - requests[1] / 1000) <= 4, name

@@ -74,16 +74,17 @@ class ModelStats:
         self.last_inference = time.time_ns() // 1_000_000  # (failed executions too)
         if not failed:
             self.inference_count += batch_size if inferences is None else inferences
+            # (each request of the batch counts the whole execution's times, as in Triton)
             st = self.stages
             s = st["compute_input"]
             s[0] += requests
-            s[1] += input_ns
+            s[1] += input_ns * requests
             s = st["compute_infer"]
             s[0] += requests
-            s[1] += infer_ns
+            s[1] += infer_ns * requests
             s = st["compute_output"]
             s[0] += requests
-            s[1] += output_ns
+            s[1] += output_ns * requests
         b = self.batches.get(batch_size)
         if b is None:
             b = self.batches[batch_size] = [0, 0, 0, 0, 0, 0]
