@@ -20,6 +20,9 @@ from ._wire import exchange
 
 pytestmark = pytest.mark.real_triton
 
+#: Triton's summary quantiles when ``summary_quantiles`` is not given
+DEFAULT_QUANTILES = ((0.5, 0.05), (0.9, 0.01), (0.95, 0.001), (0.99, 0.001), (0.999, 0.001))
+
 #: flag values tritonserver takes (booleans in any case, ``on``/``off``; ints read as
 #: ``std::stoi`` reads them; --metrics-config settings it does not know)
 TAKEN = [
@@ -103,11 +106,46 @@ def test_flag_given_twice_last_wins(tmp_path: Path) -> None:
             server.stop()
 
 
-def test_latency_summaries_are_refused() -> None:
-    """``summary_latencies=true`` would add the ``*_summary_us`` families, which this server
-    does not have: it stops with a clear message rather than start without them."""
-    from tritonhttp.server._options import OptionsError, parse_args
+@pytest.mark.parametrize(
+    ("configs", "quantiles", "counters", "problems"),
+    [
+        (["summary_latencies=true"], DEFAULT_QUANTILES, True, []),
+        (["summary_latencies=TRUE"], None, True, []),
+        (["summary_latencies=true", "summary_latencies=false"], DEFAULT_QUANTILES, True, []),
+        (["counter_latencies=false", "counter_latencies=true"], None, False, []),
+        (
+            ["summary_latencies=true", "summary_quantiles= 0.9x:.5,1e-1:2,,q:1,3"],
+            ((0.9, 0.5), (0.1, 2.0)),
+            True,
+            [
+                "Invalid option: []. No ':' delimiter found. Expected format is <quantile>:<error>",
+                "Invalid option: [q:1]. Error: stod",
+                "Invalid option: [3]. No ':' delimiter found. Expected format is "
+                "<quantile>:<error>",
+            ],
+        ),
+        (
+            ["summary_latencies=true", "summary_quantiles=0.3:0.1", "summary_quantiles=x"],
+            ((0.3, 0.1),),
+            True,
+            ["Invalid option: [x]. No ':' delimiter found. Expected format is <quantile>:<error>"],
+        ),
+    ],
+)
+def test_metrics_config_reads_latency_settings_as_tritonserver(
+    configs: list[str],
+    quantiles: tuple[tuple[float, float], ...] | None,
+    counters: bool,
+    problems: list[str],
+) -> None:
+    """Only ``true`` turns the summaries on and only ``false`` the counters off, and no
+    later value turns them back; ``summary_quantiles`` pairs are read as ``std::stod``
+    reads numbers (the number a text starts with), a pair it cannot read is skipped with
+    tritonserver's error line, and the last setting with a pair it could read wins."""
+    from tritonhttp.server._options import parse_args
+    from tritonhttp.server.core._summary import DEFAULT_QUANTILES as defaults
 
-    with pytest.raises(OptionsError, match="summary_latencies=true is not supported"):
-        parse_args(["--model-repository=.", "--metrics-config=summary_latencies=true"])
-    assert parse_args(["--model-repository=.", "--metrics-config=summary_latencies=TRUE"])
+    assert defaults == DEFAULT_QUANTILES
+    opts = parse_args(["--model-repository=.", *(f"--metrics-config={c}" for c in configs)])
+    assert (opts.summary_quantiles, opts.latency_counters) == (quantiles, counters)
+    assert opts.quantile_problems == problems

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import NoReturn
 
 from .backends.python._settings import ISOLATIONS
 from .core._settings import CIntError, c_int
+from .core._summary import DEFAULT_QUANTILES
 
 __all__ = ["HTTP_SERVERS", "OptionsError", "ServerOptions", "parse_args"]
 
@@ -105,6 +107,11 @@ class ServerOptions:
     cpu_metrics: bool = True
     #: ``--metrics-config counter_latencies=false`` turns the ``*_duration_us`` counters off
     latency_counters: bool = True
+    #: ``--metrics-config summary_latencies=true``: the summaries' (quantile, error) pairs
+    #: (``summary_quantiles``, Triton's five without it); None: no summaries
+    summary_quantiles: tuple[tuple[float, float], ...] | None = None
+    #: the ``summary_quantiles`` pairs that were skipped, in tritonserver's error words
+    quantile_problems: list[str] = field(default_factory=list)
     model_control_mode: str = "none"
     load_models: list[str] = field(default_factory=list)
     repository_poll_secs: float = 15.0
@@ -228,8 +235,9 @@ def _serving_flags(a: Callable[..., argparse.Action]) -> None:
         action="append",
         default=[],
         metavar="SETTING=VALUE",
-        help="counter_latencies=false leaves out the *_duration_us counters; other settings "
-        "but summary_latencies=true are accepted and ignored (repeatable)",
+        help="counter_latencies=false leaves out the *_duration_us counters; "
+        "summary_latencies=true adds latency summaries with the quantiles of "
+        "summary_quantiles=Q:ERROR,...; other settings are accepted and ignored (repeatable)",
     )
     a(
         "--model-control-mode",
@@ -397,23 +405,61 @@ def _cache_size(specs: list[str], legacy_size: int | None) -> int | None:
     return size
 
 
-def _latency_counters(specs: list[str]) -> bool:
-    """Whether the ``*_duration_us`` counters are on, from ``--metrics-config``: as
-    tritonserver reads them, only the value ``false`` turns them off, and settings it does
-    not know are ignored; summaries (``summary_latencies=true``) are refused."""
-    on = True
+_STOD = re.compile(r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.I)
+
+
+def _stod(text: str) -> float | None:
+    """A number as C++'s ``std::stod`` reads it (the longest number the text starts
+    with, after spaces), or None where it finds none."""
+    found = _STOD.match(text)
+    return float(found.group()) if found else None
+
+
+def _quantiles(text: str) -> tuple[list[tuple[float, float]], list[str]]:
+    """``summary_quantiles``: the ``quantile:error`` pairs read as tritonserver reads
+    them, and its error message for each pair it skips."""
+    pairs: list[tuple[float, float]] = []
+    problems: list[str] = []
+    parts = text.split(",")
+    if parts[-1] == "":
+        parts.pop()  # (a trailing comma ends the list)
+    for part in parts:
+        quantile, colon, error = part.partition(":")
+        if not colon:
+            problems.append(
+                f"Invalid option: [{part}]. No ':' delimiter found. Expected format is "
+                "<quantile>:<error>"
+            )
+            continue
+        q, e = _stod(quantile), _stod(error)
+        if q is None or e is None:
+            problems.append(f"Invalid option: [{part}]. Error: stod")
+            continue
+        pairs.append((q, e))
+    return pairs, problems
+
+
+def _metrics_config(specs: list[str], opts: ServerOptions) -> None:
+    """``--metrics-config``, as tritonserver reads it: ``counter_latencies=false`` turns
+    the counters off and ``summary_latencies=true`` the summaries on (no later value turns
+    them back), the last ``summary_quantiles`` with a valid pair sets the quantiles, and
+    settings it does not know are ignored."""
+    summaries = False
+    quantiles: list[tuple[float, float]] = []
     for spec in specs:
         setting, _, value = spec.partition("=")
         if not setting or not value:
             raise OptionsError(f"--metrics-config option format is <setting>=<value>. Got {spec}")
         if setting == "counter_latencies":
-            on = value != "false"
-        elif setting == "summary_latencies" and value == "true":
-            raise OptionsError(
-                "--metrics-config=summary_latencies=true is not supported: latency "
-                "summaries are not implemented"
-            )
-    return on
+            opts.latency_counters = opts.latency_counters and value != "false"
+        elif setting == "summary_latencies":
+            summaries = summaries or value == "true"
+        elif setting == "summary_quantiles":
+            pairs, problems = _quantiles(value)
+            opts.quantile_problems += problems
+            quantiles = pairs or quantiles
+    if summaries:
+        opts.summary_quantiles = tuple(quantiles) or DEFAULT_QUANTILES
 
 
 def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
@@ -456,10 +502,8 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
     opts.backend_config = _backend_config(ns.backend_config)
     opts.python_isolation = _python_isolation(ns.python_isolation, opts.backend_config)
     opts.cache_size = _cache_size(ns.cache_config, ns.response_cache_byte_size)
-    opts.latency_counters = _latency_counters(ns.metrics_config)
+    _metrics_config(ns.metrics_config, opts)
     if opts.header_forward_pattern is not None:
-        import re
-
         try:
             re.compile(opts.header_forward_pattern)
         except re.error as e:

@@ -77,6 +77,8 @@ class Server:
             o.auto_complete,
             ResponseCache(o.cache_size) if o.cache_size is not None else None,
         )
+        self.repository.summary_quantiles = o.summary_quantiles
+        self.repository.quantile_problems = o.quantile_problems
         self.core = ServerCore(
             self.repository,
             server_id=o.server_id,

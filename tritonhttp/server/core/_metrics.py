@@ -74,6 +74,80 @@ _CACHE_GAUGES = (
 )
 
 
+#: the latency summaries (``--metrics-config summary_latencies=true``): family, help,
+#: stage of :class:`LatencySummaries`, and which models have it (True: those with the
+#: response cache enabled, False: those without, None: all)
+_SUMMARIES = (
+    (
+        "nv_inference_request_summary_us",
+        "Summary of inference request duration in microseconds (includes cached requests)",
+        "request",
+        False,
+    ),
+    (
+        "nv_inference_queue_summary_us",
+        "Summary of inference queuing duration in microseconds (includes cached requests)",
+        "queue",
+        None,
+    ),
+    (
+        "nv_inference_compute_input_summary_us",
+        "Cumulative compute input duration in microseconds (does not include cached requests)",
+        "compute_input",
+        None,
+    ),
+    (
+        "nv_inference_compute_infer_summary_us",
+        "Cumulative compute inference duration in microseconds (does not include cached requests)",
+        "compute_infer",
+        None,
+    ),
+    (
+        "nv_inference_compute_output_summary_us",
+        "Cumulative inference compute output duration in microseconds (does not include "
+        "cached requests)",
+        "compute_output",
+        None,
+    ),
+    (
+        "nv_cache_hit_summary_per_model",
+        "Summary of cache hit counts/durations per model, in microseconds.",
+        "cache_hit",
+        True,
+    ),
+    (
+        "nv_cache_miss_summary_per_model",
+        "Summary of cache miss counts/durations per model, in microseconds.",
+        "cache_miss",
+        True,
+    ),
+)
+
+
+def _summary_families(versions: list[ModelVersion]) -> Iterator[Metric]:
+    """The summaries of the versions that keep them (Triton leaves a model's request
+    summary out when its config enables the response cache)."""
+    for name, doc, stage, cached in _SUMMARIES:
+        family = Metric(name, doc, "summary")
+        for mv in versions:
+            summaries = mv.stats.summaries
+            if summaries is None or (cached is not None and _caches(mv) != cached):
+                continue
+            labels = {"model": mv.name, "version": str(mv.version)}
+            summary = summaries.by_stage[stage]
+            family.add_sample(name + "_count", labels, summary.count)
+            family.add_sample(name + "_sum", labels, summary.sum)
+            for q, value in summary.values(summaries.clock()):
+                family.add_sample(name, {**labels, "quantile": repr(q)}, value)
+        yield family
+
+
+def _caches(mv: ModelVersion) -> bool:
+    """Whether the version's config enables the response cache (with or without a
+    cache on the server, as Triton decides which cache metrics a model has)."""
+    return mv.cache is not None or (mv.config is not None and mv.config.response_cache.enable)
+
+
 class _CpuSampler:
     """CPU utilisation between two scrapes, from /proc/stat (0 where unavailable)."""
 
@@ -169,11 +243,11 @@ class MetricsCollector(Collector):
                 ("nv_inference_compute_infer_duration_us", "compute_infer"),
                 ("nv_inference_compute_output_duration_us", "compute_output"),
             ):
-                ns = (st["success"][1] + st["fail"][1]) if stage is None else st[stage][1]
+                ns = st["success" if stage is None else stage][1]  # (failures count nowhere)
                 fam[family].add_sample(family, labels, ns // 1000)
             # (Triton lists a model's cache counters when its config enables the cache,
             # with or without a cache on the server)
-            if mv.cache is not None or (mv.config is not None and mv.config.response_cache.enable):
+            if _caches(mv):
                 hit, miss = st["cache_hit"], st["cache_miss"]
                 for (family, _), value in zip(
                     _CACHE_COUNTERS,
@@ -207,6 +281,7 @@ class MetricsCollector(Collector):
             yield m
         if self._cpu is not None:
             yield from self._cpu_families(self._cpu)
+        yield from _summary_families(versions)
         cache = self._cache
         if cache is not None:
             t = cache.stats

@@ -35,6 +35,7 @@ from ._config import (
 from ._ensemble import EnsembleVersion, check_steps, step_models, validate_graph
 from ._errors import Code, CoreError
 from ._model import ModelVersion
+from ._summary import LatencySummaries
 from .model_config_pb2 import ModelInstanceGroup
 
 if TYPE_CHECKING:
@@ -132,6 +133,10 @@ class Repository:
         self.live = True
         #: ensembles unloaded because a step went away: loaded again once it is back
         self._orphans: set[str] = set()
+        #: ``--metrics-config summary_latencies=true``: the summaries' quantiles
+        self.summary_quantiles: tuple[tuple[float, float], ...] | None = None
+        #: the skipped ``summary_quantiles`` pairs, logged at each version's load
+        self.quantile_problems: list[str] = []
 
     # ------------------------------------------------------------------ discovery
 
@@ -478,6 +483,7 @@ class Repository:
         self, name: str, version: int, model_dir: Path, base: ModelConfig
     ) -> ModelVersion:
         mv = ModelVersion(name, version)
+        self._with_summaries(mv)
         cfg = ModelConfig()
         cfg.CopyFrom(base)
         ctx = LoadContext(name, version, model_dir, self.backend_config.get(cfg.backend, {}))
@@ -615,9 +621,17 @@ class Repository:
                     self._retire(mv)
             raise CoreError(f"load failed for model '{name}': {e.message}\n") from None
 
+    def _with_summaries(self, mv: ModelVersion) -> None:
+        """Give a new version its latency summaries, when the server keeps them."""
+        for problem in self.quantile_problems:
+            log.error("%s", problem)
+        if self.summary_quantiles is not None:
+            mv.stats.summaries = LatencySummaries(self.summary_quantiles)
+
     def _ensemble_version(self, name: str, version: int, cfg: ModelConfig) -> ModelVersion:
         """A ready ensemble version (decoupled when one of its steps is)."""
         mv = EnsembleVersion(name, version, self.step_model)
+        self._with_summaries(mv)
         decoupled = cfg.model_transaction_policy.decoupled or any(
             m is not None and m.decoupled
             for m in (self.step_model(s, -1) for s in step_models(cfg))

@@ -17,6 +17,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ._summary import LatencySummaries
+
 __all__ = ["FAILURE_REASONS", "ModelStats"]
 
 _STAGES = (
@@ -44,6 +46,7 @@ class ModelStats:
         "inference_count",
         "last_inference",
         "stages",
+        "summaries",
     )
 
     def __init__(self) -> None:
@@ -54,6 +57,8 @@ class ModelStats:
         self.batches: dict[int, list[int]] = {}
         #: failed requests per reason (the metrics' ``reason`` label)
         self.failures: dict[str, int] = dict.fromkeys(FAILURE_REASONS, 0)
+        #: the latency summaries (``--metrics-config summary_latencies=true``)
+        self.summaries: LatencySummaries | None = None
 
     def record_execution(
         self,
@@ -85,6 +90,11 @@ class ModelStats:
             s = st["compute_output"]
             s[0] += requests
             s[1] += output_ns * requests
+            if self.summaries is not None:
+                observe = self.summaries.observe
+                observe("compute_input", input_ns, requests)
+                observe("compute_infer", infer_ns, requests)
+                observe("compute_output", output_ns, requests)
         b = self.batches.get(batch_size)
         if b is None:
             b = self.batches[batch_size] = [0, 0, 0, 0, 0, 0]
@@ -105,6 +115,9 @@ class ModelStats:
             q = st["queue"]
             q[0] += 1
             q[1] += queue_ns
+            if self.summaries is not None:
+                self.summaries.observe("request", total_ns)
+                self.summaries.observe("queue", queue_ns)
         else:
             s = st["fail"]
             s[0] += 1
@@ -130,6 +143,9 @@ class ModelStats:
         h = st["cache_hit"]
         h[0] += 1
         h[1] += lookup_ns
+        if self.summaries is not None:  # (not the request's: see the metrics)
+            self.summaries.observe("queue", total_ns - lookup_ns)
+            self.summaries.observe("cache_hit", lookup_ns)
         self.last_inference = time.time_ns() // 1_000_000
 
     def record_cache_miss(self, ns: int) -> None:
@@ -137,6 +153,8 @@ class ModelStats:
         m = self.stages["cache_miss"]
         m[0] += 1
         m[1] += ns
+        if self.summaries is not None:
+            self.summaries.observe("cache_miss", ns)
 
     def as_json(self, name: str, version: int) -> dict[str, Any]:
         def pair(v: list[int]) -> dict[str, int]:
