@@ -110,15 +110,20 @@ def _comparable(text: str) -> set[str]:
     return {line for line in _samples(text) if not OWN_VALUES.match(line)}
 
 
-@pytest.fixture(scope="module")
-def pair(model_repo: Any) -> Iterator[tuple[Any, Any]]:
+def pair_flags() -> tuple[str, ...]:
+    """Both servers' flags for ``hunt_metrics``: the response cache, a short interval."""
     skip_without_real_triton(rt.platform_problem())
     caches = rt.ensure_installed().server_dir / "caches"
-    flags = (
+    return (
         f"--cache-directory={caches}",
         "--cache-config=local,size=1048576",
         "--metrics-interval-ms=100",
     )
+
+
+@pytest.fixture(scope="module")
+def pair(model_repo: Any) -> Iterator[tuple[Any, Any]]:
+    flags = pair_flags()
     repo = model_repo("hunt_metrics")
     with rt.running(repo, *flags) as real, _launch.running(repo, *flags) as ours:
         yield real, ours

@@ -25,6 +25,7 @@ from .test_differential_hunt_metrics import (
     _scrape,
     _settled,
     _traffic,
+    pair_flags,
 )
 
 pytestmark = pytest.mark.real_triton
@@ -59,14 +60,7 @@ def _comparable(text: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def pair(model_repo: Any) -> Iterator[tuple[Any, Any]]:
-    skip_without_real_triton(rt.platform_problem())
-    caches = rt.ensure_installed().server_dir / "caches"
-    flags = (
-        f"--cache-directory={caches}",
-        "--cache-config=local,size=1048576",
-        "--metrics-interval-ms=100",
-        SUMMARY_ON,
-    )
+    flags = (*pair_flags(), SUMMARY_ON)
     repo = model_repo("hunt_metrics")
     with rt.running(repo, *flags) as real, _launch.running(repo, *flags) as ours:
         yield real, ours

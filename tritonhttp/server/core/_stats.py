@@ -21,16 +21,8 @@ from ._summary import LatencySummaries
 
 __all__ = ["FAILURE_REASONS", "ModelStats"]
 
-_STAGES = (
-    "success",
-    "fail",
-    "queue",
-    "compute_input",
-    "compute_infer",
-    "compute_output",
-    "cache_hit",
-    "cache_miss",
-)
+#: the stages counted: a request's outcome, then the summaries' stages after ``request``
+_STAGES = ("success", "fail", *LatencySummaries.STAGES[1:])
 
 #: the ``reason`` label values of ``nv_inference_request_failure``, in Triton's order
 FAILURE_REASONS = ("REJECTED", "CANCELED", "BACKEND", "OTHER")
