@@ -295,13 +295,22 @@ class PreferredMemory:
 
     __slots__ = ("_device_id", "_memory_type")
 
-    def __init__(self, preferred_memory_type: MemoryType, preferred_device_id: int = 0) -> None:
-        if not isinstance(preferred_memory_type, MemoryType) or not isinstance(
-            preferred_device_id, int
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kind, device = bind_call(args, kwargs, _PM_NAMES, {"preferred_device_id": 0}, _PM_ARGS)
+        if not isinstance(kind, MemoryType) or not (
+            isinstance(device, int) and -(2**63) <= device < 2**63
         ):
-            raise TypeError("__init__(): incompatible constructor arguments")
-        self._memory_type = preferred_memory_type
-        self._device_id = preferred_device_id
+            raise TypeError(_PM_ARGS + invoked_with(args, kwargs))
+        self._memory_type = kind
+        self._device_id = device
+
+
+_PM_NAMES = ("preferred_memory_type", "preferred_device_id")
+_PM_ARGS = (
+    "__init__(): incompatible constructor arguments. The following argument types are "
+    "supported:\n    1. c_python_backend_utils.PreferredMemory(preferred_memory_type: "
+    "triton::backend::python::PreferredMemory::MemoryType, preferred_device_id: int = 0)\n"
+)
 
 
 class ResponseIterator:

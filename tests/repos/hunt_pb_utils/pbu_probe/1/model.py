@@ -110,7 +110,12 @@ def bls_params():
 
 def bls_preferred_memory():
     pm = pb_utils.PreferredMemory(pb_utils.TRITONSERVER_MEMORY_CPU, 0)
-    return {"ok": desc(req("pbu_ident", preferred_memory=pm).exec()), "attrs": public(pm)}
+    P, cpu = pb_utils.PreferredMemory, pb_utils.TRITONSERVER_MEMORY_CPU
+    bad = [failure(lambda c=c: type(c()).__name__) for c in (
+        lambda: P(), lambda: P("cpu"), lambda: P(cpu, "0"), lambda: P(cpu, 0, 1),
+        lambda: P(preferred_device_id=1), lambda: P(cpu, device=0), lambda: P(None))]
+    return {"ok": desc(req("pbu_ident", preferred_memory=pm).exec()), "attrs": public(pm),
+            "bad": bad}
 
 
 def bls_corr_kinds():
