@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
+import os
 import queue
 import select
 import socket
@@ -33,6 +35,7 @@ import ssl
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -92,6 +95,63 @@ def make_ssl_context(
 
 
 _KERNEL_TIMEOUTS = hasattr(socket, "SO_RCVTIMEO") and sys.platform == "linux"
+
+
+_CLOSE_CHECK_S = 0.05  # how often a connecting call looks whether its pool was closed
+
+
+def _dial(host: str, port: int, timeout: float | None, closed: Callable[[], bool]) -> socket.socket:
+    """What ``socket.create_connection`` does (each address in turn, ``timeout`` for
+    each, the first error raised when none answers), waiting for the handshake in short
+    slices: a pool closed meanwhile ends the call with ``ClientClosedError`` at once,
+    where a blocking ``connect`` would wait out its timeout."""
+    errors: list[OSError] = []
+    for family, kind, proto, _, address in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setblocking(False)
+            code = sock.connect_ex(address)
+            if code:
+                _handshake(sock, code, timeout, closed)
+            sock.setblocking(True)
+            return sock
+        except OSError as e:
+            sock.close()
+            errors.append(e)
+        except BaseException:
+            sock.close()
+            raise
+    raise errors[0] if errors else OSError("getaddrinfo returns an empty list")
+
+
+def _handshake(
+    sock: socket.socket, code: int, timeout: float | None, closed: Callable[[], bool]
+) -> None:
+    """Wait for a non-blocking ``connect`` that answered ``code`` to complete."""
+    if code not in (errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
+        raise OSError(code, os.strerror(code))
+    deadline = None if timeout is None else time.monotonic() + timeout
+    poller = None
+    if _HAS_POLL:
+        poller = select.poll()
+        poller.register(sock, select.POLLOUT)
+    while True:
+        wait = _CLOSE_CHECK_S
+        if deadline is not None:
+            wait = min(wait, deadline - time.monotonic())
+            if wait <= 0:
+                raise TimeoutError("timed out")
+        if poller is not None:
+            done = bool(poller.poll(max(1, round(wait * 1000))))
+        else:
+            done = any(select.select([], [sock], [sock], wait)[1:])
+        if done:
+            code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if code:
+                raise OSError(code, os.strerror(code))
+            return
+        if closed():
+            raise ClientClosedError("the client has been closed (connection pool closed)")
 
 
 def _set_network_timeout(sock: socket.socket, timeout: float | None) -> None:
@@ -625,9 +685,7 @@ class ConnectionPool:
             raise ClientClosedError("the client has been closed (connection pool closed)")
         address = self._address
         try:
-            sock = socket.create_connection(
-                (address.host, address.port), timeout=self._connection_timeout
-            )
+            sock = _dial(address.host, address.port, self._connection_timeout, lambda: self._closed)
         except OSError as e:
             raise transport_error(e, self._url, connecting=True) from e
         try:

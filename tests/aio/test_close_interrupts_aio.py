@@ -132,6 +132,46 @@ def test_close_ends_a_call_waiting_for_its_answer(call: str, retries: int) -> No
     run(main())
 
 
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_close_ends_a_call_still_connecting(call: str) -> None:
+    """A server whose backlog is full drops the handshake: the call waited for ever (no
+    connect_timeout) after close() had returned."""
+
+    async def main() -> None:
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(0)
+            address = listener.getsockname()
+            with socket.create_connection(address):  # the backlog's one place, taken
+                client = aio.InferenceServerClient(f"127.0.0.1:{address[1]}", conn_timeout=None)
+                task = asyncio.ensure_future(CALLS[call](client))
+                await asyncio.sleep(0.3)  # in the handshake by now (either way it must end)
+                (raised,) = await _close_ends(client, [task])
+                assert isinstance(raised, ClientClosedError)
+
+    run(main())
+
+
+def test_a_cancelled_call_still_connecting_stays_cancelled() -> None:
+    """Cancelling the task that is connecting cancels it (not a ClientClosedError)."""
+
+    async def main() -> None:
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(0)
+            address = listener.getsockname()
+            with socket.create_connection(address):
+                client = aio.InferenceServerClient(f"127.0.0.1:{address[1]}", conn_timeout=None)
+                task = asyncio.ensure_future(client.get_server_metadata())
+                await asyncio.sleep(0.3)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                await client.close()
+
+    run(main())
+
+
 def test_close_ends_calls_waiting_for_a_connection_and_a_stream_being_read() -> None:
     stop = threading.Event()
 

@@ -29,6 +29,7 @@ from aio._servers import SSE_HEAD, event
 
 import tritonhttp
 from tritonhttp._errors import ClientClosedError
+from tritonhttp.errors import ConnectError, ConnectTimeout
 
 from ._scripted import OK_JSON, ScriptedServer, serving
 from .test_transport import certificate  # noqa: F401  (fixture)
@@ -183,6 +184,38 @@ def test_close_ends_a_call_sending_a_body_the_server_does_not_read() -> None:
         time.sleep(0.2)  # most likely blocked in sendmsg by now (either way it must end)
         _close_promptly(client)
         assert call.ended_by_close()
+
+
+def test_close_ends_a_call_still_connecting() -> None:
+    """A server whose backlog is full drops the handshake: the call waited out its
+    connection timeout (60 s) after close() had returned."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        address = listener.getsockname()
+        with socket.create_connection(address):  # the backlog's one place, taken
+            url = f"127.0.0.1:{address[1]}"
+            client = tritonhttp.InferenceServerClient(url, connection_timeout=60.0)
+            call = Call(client.is_server_live)
+            time.sleep(0.3)  # in the handshake by now (either way it must end)
+            _close_promptly(client)
+            assert call.ended_by_close()
+
+
+def test_a_handshake_that_times_out_or_is_refused_reads_as_before() -> None:
+    """The connect errors keep their types and words: a timeout, a refusal."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        address = listener.getsockname()
+        with socket.create_connection(address):
+            url = f"127.0.0.1:{address[1]}"
+            slow = tritonhttp.InferenceServerClient(url, connection_timeout=0.2)
+            with slow, pytest.raises(ConnectTimeout, match="timed out"):
+                slow.get_server_metadata()
+    refused = tritonhttp.InferenceServerClient(url)
+    with refused, pytest.raises(ConnectError, match="Connection refused"):
+        refused.get_server_metadata()
 
 
 def test_close_ends_every_thread_on_the_wire_or_waiting_for_a_connection() -> None:

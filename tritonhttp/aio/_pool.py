@@ -23,7 +23,7 @@ import contextlib
 import ssl as _ssl
 import sys
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
 from .._errors import (
     ClientClosedError,
@@ -308,6 +308,8 @@ class ConnectionPool:
         self._idle: list[_Connection] = []
         self._all: set[_Connection] = set()
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        #: connections being opened (``aclose`` cancels them)
+        self._opening: set[asyncio.Future[Any]] = set()
         self._closed = False
 
     @property
@@ -409,25 +411,30 @@ class ConnectionPool:
             timeout = remaining if timeout is None else min(timeout, remaining)
         address = self._address
         conn = _Connection(loop, self._url)
-        connecting = loop.create_connection(
-            lambda: conn,
-            address.host,
-            address.port,
-            ssl=self._ssl,
-            server_hostname=address.host if self._ssl is not None else None,
+        if timeout is not None and timeout <= 0:
+            raise ConnectTimeout(f"failed to connect to {self._url}: timed out")
+        connecting = asyncio.ensure_future(
+            loop.create_connection(
+                lambda: conn,
+                address.host,
+                address.port,
+                ssl=self._ssl,
+                server_hostname=address.host if self._ssl is not None else None,
+            )
         )
+        self._opening.add(connecting)
         try:
-            if timeout is None:
-                await connecting
-            elif timeout <= 0:
-                connecting.close()
-                raise asyncio.TimeoutError
-            else:
-                await asyncio.wait_for(connecting, timeout)
+            await (connecting if timeout is None else asyncio.wait_for(connecting, timeout))
         except asyncio.TimeoutError:
             raise ConnectTimeout(f"failed to connect to {self._url}: timed out") from None
         except OSError as e:
             raise transport_error(e, self._url, connecting=True) from e
+        except asyncio.CancelledError:
+            if self._closed and connecting.cancelled() and not _cancelling():
+                raise ClientClosedError("the client has been closed") from None
+            raise
+        finally:
+            self._opening.discard(connecting)
         if self._closed:  # closed while connecting
             conn.abort()
             raise ClientClosedError("the client has been closed")
@@ -532,6 +539,8 @@ class ConnectionPool:
             if not waiter.done():
                 waiter.set_exception(ClientClosedError("the client has been closed"))
         self._waiters.clear()
+        for opening in self._opening:
+            opening.cancel()
         for conn in connections:
             if conn.reader is not None:
                 conn.fail(ClientClosedError("the client has been closed"))
@@ -553,6 +562,14 @@ class ConnectionPool:
                 conn.abort()
         self._all.clear()
         self._idle.clear()
+
+
+def _cancelling() -> bool:
+    """Whether the current task itself is being cancelled (Python 3.11 and later tell;
+    earlier ones do not, and a close is taken for the cause)."""
+    task = asyncio.current_task()
+    count = getattr(task, "cancelling", None)
+    return bool(count()) if count is not None else False
 
 
 def _remaining(
