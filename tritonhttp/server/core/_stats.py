@@ -9,7 +9,8 @@ What counts where, as Triton 2.51 counts it:
 * a request the scheduler refuses after queueing it (timeout, cancellation) is a
   ``fail`` with reason REJECTED or CANCELED; queue-full and validation errors count nowhere;
 * a response-cache hit is a ``success`` with a ``queue`` entry and a ``cache_hit``, no
-  execution; a miss adds ``cache_miss`` when its response comes back.
+  execution; a miss adds ``cache_miss`` when its response comes back;
+* ``last_inference`` is when the last execution ended (failed ones too; not a cache hit).
 """
 
 from __future__ import annotations
@@ -124,7 +125,8 @@ class ModelStats:
         self.failures[reason] += 1
 
     def record_cache_hit(self, total_ns: int, lookup_ns: int) -> None:
-        """A request answered from the response cache."""
+        """A request answered from the response cache (``last_inference`` stays: it is
+        the end of the last execution)."""
         st = self.stages
         s = st["success"]
         s[0] += 1
@@ -138,7 +140,6 @@ class ModelStats:
         if self.summaries is not None:  # (not the request's: see the metrics)
             self.summaries.observe("queue", total_ns - lookup_ns)
             self.summaries.observe("cache_hit", lookup_ns)
-        self.last_inference = time.time_ns() // 1_000_000
 
     def record_cache_miss(self, ns: int) -> None:
         """A looked-up request whose computed response went (or tried to go) into the cache."""
