@@ -341,3 +341,30 @@ def test_a_cache_hit_leaves_last_inference(pair: tuple[Any, Any], tmp_path: Path
         results.append(_last_inference_moves(server.url, tmp_path / name))
     assert results[0] == (True, True, True, True)
     assert results[1] == results[0]
+
+
+def test_failures_only(pair: tuple[Any, Any]) -> None:
+    """Models that saw nothing but a raising ``execute`` (plain and decoupled) or a
+    request refused before the model: the counts, and whether ``last_inference`` is set."""
+    steps = [
+        ("/v2/models/lone_raise/infer", _infer("IN", -1, [1])),
+        ("/v2/models/lone_invalid/infer", _infer("NOPE", 1, [1])),
+        ("/v2/models/lone_dec/generate_stream", json.dumps({"IN": -2})),
+    ]
+    results = []
+    for server in pair:
+        replies = [exchange(server.url, "POST", path, body).key() for path, body in steps]
+        _settled(server.url)
+        stats = _all_stats(server.url)
+        results.append(
+            (
+                replies,
+                {
+                    m: (_counts(stats[m + "/1"]), stats[m + "/1"]["last_inference"] > 0)
+                    for m in ("lone_raise", "lone_invalid", "lone_dec")
+                },
+            )
+        )
+    assert results[0][1]["lone_invalid"][1] is False
+    assert results[0][1]["lone_raise"][1] is True
+    assert results[1] == results[0]
