@@ -20,6 +20,7 @@ from ._override import OverrideError, is_map, is_repeated, read_override
 from .model_config_pb2 import (
     DataType,
     ModelConfig,
+    ModelInput,
     ModelInstanceGroup,
     ModelSequenceBatching,
 )
@@ -205,6 +206,11 @@ def validate_poll(cfg: ModelConfig, dir_name: str) -> None:
             f"ensemble scheduling cannot be set for model '{name or dir_name}' whose "
             "platform is not ensemble"
         )
+    for agent in cfg.model_repository_agents.agents:  # (no repository agent is installed)
+        raise PollError(
+            f"unable to find 'libtritonrepoagent_{agent.name}.so' for repo agent "
+            f"'{agent.name}', searched: /opt/tritonserver/repoagents"
+        )
     which = cfg.WhichOneof("scheduling_choice")
     if cfg.response_cache.enable and which == "sequence_batching":
         raise PollError(
@@ -236,6 +242,8 @@ def scheduling_problem(cfg: ModelConfig, name: str = "") -> str | None:
                 return f"dynamic batching preferred size must be <= max batch size for {name}"
         if db.priority_levels > 0 and not 1 <= db.default_priority_level <= db.priority_levels:
             return f"default priority level must be in range [1, {db.priority_levels}] for {name}"
+        if db.priority_levels > 1 and db.preserve_ordering:
+            return f"Only one priority level is allowed when 'preserve_ordering' is true for {name}"
     elif which == "sequence_batching":
         return _sequence_problem(cfg, name)
     return None
@@ -375,16 +383,10 @@ def validate_load(cfg: ModelConfig, completed: bool = True) -> None:
             Code.INVALID_ARG,
         )
     for group in cfg.instance_group:
-        if group.kind == ModelInstanceGroup.KIND_GPU:
-            raise CoreError(
-                f"instance group {group.name} of model {name} has kind KIND_GPU but no GPUs "
-                "are available"
-            )
-        if group.kind == ModelInstanceGroup.KIND_CPU and group.gpus:
-            raise CoreError(
-                f"instance group {group.name} of model {name} has kind KIND_CPU but specifies "
-                "one or more GPUs"
-            )
+        _check_group(group, name, cfg.platform)
+    for t in cfg.input:
+        if t.format != ModelInput.FORMAT_NONE and len(t.dims) != 3:
+            raise CoreError(f"model input NHWC/NCHW require 3 dims for {name}")
     force_cpu = cfg.parameters.get("FORCE_CPU_ONLY_INPUT_TENSORS")
     if force_cpu is not None and force_cpu.string_value not in ("yes", "no"):
         raise CoreError(
@@ -393,9 +395,44 @@ def validate_load(cfg: ModelConfig, completed: bool = True) -> None:
         )
 
 
+def _check_group(group: ModelInstanceGroup, name: str, platform: str) -> None:
+    """What Triton refuses in one instance group on a machine without GPUs."""
+    where = f"instance group {group.name} of model {name}"
+    if group.kind == ModelInstanceGroup.KIND_GPU:
+        if group.gpus:
+            raise CoreError(
+                f"{where} specifies invalid or unsupported gpu id {group.gpus[0]}. GPUs with "
+                "at least the minimum required CUDA compute compatibility of 6.000000 are: "
+            )
+        raise CoreError(f"{where} has kind KIND_GPU but no GPUs are available")
+    for kind in ("KIND_CPU", "KIND_MODEL"):
+        if group.kind == ModelInstanceGroup.Kind.Value(kind) and group.gpus:
+            raise CoreError(f"{where} has kind {kind} but specifies one or more GPUs")
+    if group.profile:
+        raise CoreError(
+            f"{where} and platform {platform}specifies profile field which is only supported "
+            "for TensorRT models"
+        )
+
+
 # ----------------------------------------------------------------------------- JSON form
 
 _FD = _descriptor.FieldDescriptor
+
+#: the 64-bit integers Triton leaves as protobuf's JSON writes them, in quotes (it turns
+#: the others, dims and the like, back into numbers)
+_QUOTED = {
+    "tritonhttp_server.ModelInstanceGroup.SecondaryDevice.device_id",
+    "tritonhttp_server.ModelSequenceBatching.InitialState.dims",
+    "tritonhttp_server.ModelOptimizationPolicy.Cuda.GraphSpec.Shape.dim",
+}
+
+#: messages whose fields Triton prints in another order than their declaration's
+_ORDER = {
+    "tritonhttp_server.ModelSequenceBatching.InitialState": (
+        "data_type", "dims", "name", "zero_data", "data_file"
+    ),
+}  # fmt: skip
 
 
 def _scalar(field: Any, value: Any) -> str:
@@ -410,6 +447,8 @@ def _scalar(field: Any, value: Any) -> str:
         return _json.escape_str(base64.b64encode(value).decode())
     if t == _FD.TYPE_BOOL:
         return "true" if value else "false"
+    if field.full_name in _QUOTED:
+        return f'"{int(value)}"'
     if t in (_FD.TYPE_FLOAT, _FD.TYPE_DOUBLE):
         # protobuf prints the shortest form, Triton re-reads it with RapidJSON: integral
         # values come out as integers, others as RapidJSON doubles.
@@ -426,7 +465,9 @@ def _message(msg: Message, out: list[str]) -> None:
     out.append("{")
     first = True
     field: Any
-    for field in msg.DESCRIPTOR.fields:
+    desc = msg.DESCRIPTOR
+    order = _ORDER.get(desc.full_name)
+    for field in [desc.fields_by_name[f] for f in order] if order else desc.fields:
         repeated = is_repeated(field)
         a_map = is_map(field)
         if not repeated and field.containing_oneof is not None:
