@@ -27,12 +27,18 @@ ARGS = ("--model-control-mode=explicit", "--exit-on-error=false")
 INDEX = "/v2/repository/index"
 
 
+#: models whose configuration holds a map of several keys: Triton prints those in its
+#: hash map's order (it varies between runs), so they are compared as parsed JSON
+HASH_ORDER = {"warm_extra"}
+
+
 def _load_each(url: str, names: list[str]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     for name in names:
         load = exchange(url, "POST", f"/v2/repository/models/{name}/load")
         config = exchange(url, "GET", f"/v2/models/{name}/config")
-        seen[name] = (load.status, load.body, config.status, config.body)
+        printed = config.json() if name in HASH_ORDER else config.body
+        seen[name] = (load.status, load.body, config.status, printed)
     seen["index"] = exchange(url, "POST", INDEX).body
     return seen
 
