@@ -423,13 +423,16 @@ def measure_level(
 ) -> tuple[LevelResult, bool]:
     """Run ``load`` and measure it: (result, whether it is over the latency threshold)."""
     progress = _Progress(report)
+    exact = options.fixed_requests is not None and load.concurrency is not None
+    base = stats() if exact else None
     load.start()
     try:
         _wait_warmup(load, options, progress)
-        exact = options.fixed_requests is not None and load.concurrency is not None
         if exact:
             load.stop()  # the warm-up's requests end before the window starts
         edge = _edge(load, stats)
+        if exact:  # (and are counted before it starts)
+            edge.stats = _settled(stats, base, edge.stats, load.records)
         if exact and options.fixed_requests is not None:
             load.send_exactly(options.fixed_requests)
         windows, is_stable, over = _windows(load, options, stats, progress, edge)

@@ -250,6 +250,54 @@ def test_a_count_behind_the_clients_is_read_again() -> None:
     assert _settled(lambda: pytest.fail("read again"), before, caught_up, records) is caught_up
 
 
+class _LaggingLoad:
+    """A closed loop of one whose server counts the warm-up's last request only on the
+    second reading after the warm-up (as a server counting a request after its answer)."""
+
+    concurrency = 1
+
+    def __init__(self) -> None:
+        self.records: list[Any] = []
+        self.counted: list[int] = []
+        self._running = False
+
+    def start(self) -> None:
+        self._running = True
+        if not self.records:  # the warm-up: three requests
+            self.records += [(0.0, 0.001, None)] * 3
+            self.counted += [2, 3]  # the server's readings after it, one behind at first
+
+    def stop(self) -> None:
+        self._running = False
+
+    def alive(self) -> bool:
+        return self._running
+
+    def send_exactly(self, count: int) -> None:
+        self.records += [(0.0, 0.001, None)] * count
+        self.counted.append(3 + count)
+        self._running = True
+
+    def stats(self) -> Any:
+        success = self.counted.pop(0) if self.counted else 0
+        return 0, 0, {"success": (success, success * 1000)}
+
+
+def test_the_warm_up_is_counted_before_the_window_starts() -> None:
+    """``-n N``: the window's first reading waits until the server counts the warm-up's
+    requests (one counted late would otherwise fall in the window: N + 1)."""
+    load = _LaggingLoad()
+    base = [(0, 0, {"success": (0, 0)})]
+
+    def stats() -> Any:
+        return base.pop() if base else load.stats()
+
+    options = MeasureOptions(fixed_requests=5, warmup_requests=3)
+    result, _ = measure_level(load, ("concurrency", 1), options, stats)  # type: ignore[arg-type]
+    assert result.server is not None
+    assert (result.requests, result.server["success_count"]) == (5, 5)
+
+
 class _EdgeLoad:
     """A load whose requests finish only while the server's statistics are read."""
 
