@@ -22,13 +22,19 @@ _C_INT_MIN, _C_INT_MAX = -(2**31), 2**31 - 1
 
 
 class CIntError(ValueError):
-    """A text that is no C ``int``: ``number`` is the number it starts with when that is
-    out of range, None when it starts with none."""
+    """A text that is no C ``int`` (:func:`leading_int` tells the number it starts with,
+    of any size)."""
 
-    def __init__(self, text: str, number: int | None) -> None:
+    def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
-        self.number = number
+
+
+def leading_int(text: str) -> int | None:
+    """The number :func:`c_int` reads in ``text``, of any size; None when it starts with
+    none."""
+    m = _LEADING_INT.match(text)
+    return int(m.group(1)) if m is not None else None
 
 
 def c_int(text: str, flag: bool = False) -> int:
@@ -37,12 +43,11 @@ def c_int(text: str, flag: bool = False) -> int:
     ``int``. Else :class:`CIntError`, whose message is tritonserver's for a flag when
     ``flag`` (``Invalid option value. Got TEXT``, ``Provided option value is out of
     bound. Got TEXT``); callers of the API give their own."""
-    m = _LEADING_INT.match(text)
-    number = int(m.group(1)) if m is not None else None
+    number = leading_int(text)
     if number is not None and _C_INT_MIN <= number <= _C_INT_MAX:
         return number
     words = "Invalid option value" if number is None else "Provided option value is out of bound"
-    raise CIntError(f"{words}. Got {text}" if flag else text, number)
+    raise CIntError(f"{words}. Got {text}" if flag else text)
 
 
 _TRACE_KEYS = ("trace_level", "trace_rate", "trace_count", "log_frequency", "trace_file")
@@ -303,12 +308,9 @@ def _parse_number(key: str, value: Any) -> int:
     if not isinstance(value, str):
         raise CoreError(_JSON_NOT_STR, Code.INTERNAL)
     value = value.partition("\0")[0]  # (read as a C string)
-    try:
-        number = c_int(value)
-    except CIntError as e:
-        if e.number is None:
-            raise CoreError(f"Unable to parse '{key}', got: {value}") from None
-        number = e.number
+    number = leading_int(value)
+    if number is None:
+        raise CoreError(f"Unable to parse '{key}', got: {value}")
     if key == "trace_count":
         if number < -1:
             raise CoreError(f"Unable to parse 'trace_count'. Expecting value >= -1, got:{value}")
@@ -328,15 +330,12 @@ def _parse_number(key: str, value: Any) -> int:
 def _bsp_number(key: str, text: str) -> str:
     """A batch span processor setting of ``--trace-config opentelemetry,...`` as
     tritonserver reads and then shows it: leading white space, a sign and digits, what
-    follows ignored ("5x" is 5; :func:`c_int`'s reading, any size), kept in 32 bits; no
+    follows ignored ("5x" is 5; :func:`leading_int`), kept in 32 bits; no
     number is refused in its words. A value that is not positive then is refused too
     (tritonserver aborts on it)."""
-    try:
-        number = c_int(text)
-    except CIntError as e:
-        if e.number is None:
-            raise ValueError(f'Bad option: "--trace-config opentelemetry,{key}".') from None
-        number = e.number
+    number = leading_int(text)
+    if number is None:
+        raise ValueError(f'Bad option: "--trace-config opentelemetry,{key}".')
     if number < 0 or number % 2**32 == 0:
         raise ValueError(f"opentelemetry,{key} must be a positive integer, got '{text}'")
     return str(number % 2**32)
