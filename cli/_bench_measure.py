@@ -318,17 +318,19 @@ def _settled(
     """The server's reading once it counts every request the client saw succeed (read
     again for up to a second): a server may send an answer before it counts it, so a
     reading taken just after the last answer can miss it."""
+    if before is None:  # (a server without statistics)
+        return after
     ok = sum(1 for r in records if r[2] is None)
     deadline = time.perf_counter() + 1.0
-    while _successes(before, after) < ok and time.perf_counter() < deadline:
+    while after is not None and _successes(before, after) < ok:
+        if time.perf_counter() >= deadline:
+            break
         time.sleep(0.005)
         after = stats()
     return after
 
 
-def _successes(before: Snapshot, after: Snapshot) -> int:
-    if before is None or after is None:
-        return 1 << 62
+def _successes(before: Totals | Ensemble, after: Totals | Ensemble) -> int:
     key = (0, 0)
     return after[2].get("success", key)[0] - before[2].get("success", key)[0]
 
