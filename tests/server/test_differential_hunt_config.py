@@ -138,3 +138,63 @@ def test_a_warm_up_sample_over_the_largest_batch_fails_each_request(
     assert index == [
         {"name": "warm_batch2", "version": "1", "state": "UNAVAILABLE", "reason": WARM_BATCH_REASON}
     ]
+
+
+#: ``runtime`` values: the backend's own library, a Python-based backend's file, names
+#: that are nowhere (a path, a different case, a trailing space)
+RUNTIMES = ["libtriton_python.so", "model.py", "foo.so", "../python/model.py",
+            "/abs/libtriton_python.so", "model.PY", "x.py", "libtriton_python.so "]  # fmt: skip
+
+
+def _runtimes(url: str, backend_dir: Path) -> list[Any]:
+    seen = []
+    for runtime in RUNTIMES:
+        exchange(url, "POST", "/v2/repository/models/m/unload")
+        body = json.dumps({"parameters": {"config": json.dumps({**_IO, "runtime": runtime})}})
+        load = exchange(url, "POST", "/v2/repository/models/m/load", body)
+        index = exchange(url, "POST", INDEX, '{"ready":false}')
+        texts = (load.body.decode(), index.body.decode())
+        seen.append((load.status, *(t.replace(str(backend_dir), "<backend>") for t in texts)))
+    return seen
+
+
+def test_a_runtime_naming_another_library_is_refused_as_triton(
+    real_triton_factory: Any, bundled_server_factory: Any, model_repo: Any
+) -> None:
+    """Only the backend's own library loads; any other ``runtime`` is refused with
+    Triton's words and the folders it searched (the backend's folder is each server's
+    own)."""
+    from tritonhttp.server.backends.python._backend import PythonBackend
+    from tritonhttp.testing import _real_triton as rt
+
+    repo: Path = model_repo("hunt_config")
+    flags = (*ARGS, "--log-verbose=0")
+    triton_dir = rt.ensure_installed().server_dir / "backends" / "python"
+    real = _runtimes(real_triton_factory(repo, *flags).url, triton_dir)
+    ours = _runtimes(bundled_server_factory(repo, *flags).url, PythonBackend.directory)
+    assert real[0][0] == 200 and all(r[0] == 400 for r in real[1:])
+    assert ours == real
+
+
+def test_a_library_in_the_model_folder_is_refused(
+    bundled_server_factory: Any, tmp_path: Path
+) -> None:
+    """A ``runtime`` library present in the model's folder is not loaded (Triton would
+    load it as a backend): the load fails saying so."""
+    model = tmp_path / "m"
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text("class TritonPythonModel:\n    pass\n")
+    (model / "custom.so").write_bytes(b"\x7fELF")
+    (model / "config.pbtxt").write_text(
+        'backend: "python"\nruntime: "custom.so"\n'
+        'input [ { name: "IN" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+        'output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+    )
+    url = bundled_server_factory(tmp_path, *ARGS).url
+    load = exchange(url, "POST", "/v2/repository/models/m/load")
+    assert load.status == 400
+    assert load.json()["error"] == (
+        "load failed for model 'm': version 1 is at UNAVAILABLE state: Invalid argument: "
+        f"backend library 'custom.so' for model 'm' found in '{model}': this server runs "
+        "only its built-in backend ('libtriton_python.so');\n"
+    )

@@ -38,9 +38,7 @@ def _bsp(server: Any) -> dict[str, str]:
 
 
 @pytest.mark.real_triton
-@pytest.mark.parametrize(
-    ("value", "read"), [("5x", "5"), (" 7", "7"), ("4294969344", "2048")]
-)
+@pytest.mark.parametrize(("value", "read"), [("5x", "5"), (" 7", "7"), ("4294969344", "2048")])
 def test_numbers_are_read_and_shown_as_tritonserver_does(value: str, read: str) -> None:
     skip_without_real_triton(rt.platform_problem())
     shown = []

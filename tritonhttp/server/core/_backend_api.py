@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ._errors import Code, CoreError
 from ._types import ExecutionTimes, InferRequest, InferResponse
 from .model_config_pb2 import ModelConfig
 
@@ -108,6 +109,10 @@ class Backend(Protocol):
     """Loads model versions for one backend name (``python``)."""
 
     name: str
+    #: the library file a configuration's ``runtime`` may name (Triton's backend file)
+    library: str
+    #: the folder the backend's code lives in (Triton's messages name its backend folder)
+    directory: Path
 
     def bind(self, bridge: ServerBridge) -> None:
         """Receive the server bridge (called once, before any load)."""
@@ -128,3 +133,35 @@ class Backend(Protocol):
     ) -> ModelInstance:
         """Create and initialise one instance; raise CoreError to fail the load."""
         ...
+
+
+def runtime_check(runtime: str, ctx: LoadContext, backend: Backend) -> None:
+    """Refuse a configuration's ``runtime`` that names another library than the
+    backend's, with the words of Triton, which looks for it in the version folder, the
+    model folder and the backend's folder (``model.py``: a Python-based backend's file, in
+    the backend's folder only). A library found there is refused as well: only built-in
+    backends run here."""
+    if not runtime or runtime == backend.library:
+        return
+    name = ctx.model_name
+    if runtime == "model.py":
+        place = backend.directory / runtime
+        raise CoreError(
+            f"unable to find Python backend based backend library '{runtime}' for model "
+            f"'{name}', searched: '{place}'",
+            Code.INVALID_ARG,
+        )
+    folders = (ctx.version_dir, ctx.model_dir, backend.directory)
+    if "/" not in runtime and runtime not in ("", ".", ".."):
+        for folder in folders[:2]:
+            if (folder / runtime).is_file():
+                raise CoreError(
+                    f"backend library '{runtime}' for model '{name}' found in '{folder}': "
+                    f"this server runs only its built-in backend ('{backend.library}')",
+                    Code.INVALID_ARG,
+                )
+    searched = "".join(f"'{f}' " for f in folders)
+    raise CoreError(
+        f"unable to find backend library '{runtime}' for model '{name}', searched: {searched}",
+        Code.INVALID_ARG,
+    )

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..support import _json
-from ._backend_api import Backend, LoadContext, ModelInstance
+from ._backend_api import Backend, LoadContext, ModelInstance, runtime_check
 from ._cache import ResponseCache
 from ._config import (
     ModelConfig,
@@ -498,6 +498,7 @@ class Repository:
                     "specifying runtime on the model configuration.",
                     Code.INVALID_ARG,
                 )
+            runtime_check(cfg.runtime, ctx, backend)
             validate_load(cfg, completed=False)
             if self.auto_complete:
                 cfg = await backend.auto_complete(ctx, cfg)

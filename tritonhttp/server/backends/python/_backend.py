@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 from triton_python_backend_utils import _runtime
@@ -47,6 +48,8 @@ class PythonBackend:
     """
 
     name = "python"
+    library = "libtriton_python.so"
+    directory = Path(__file__).resolve().parent
 
     def __init__(
         self, inline: str = "auto", isolation: str = "process", reply_codec: str | None = None
