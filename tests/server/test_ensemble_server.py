@@ -134,7 +134,8 @@ def _ensemble_of(name: str, step: str) -> str:
 
 def test_ensembles_in_a_circle_are_refused(bundled_server_factory: Any, tmp_path: Path) -> None:
     """Ensembles that use each other (or themselves) fail to load with Triton's text; one
-    that uses such an ensemble finds it not available (real Triton 2.51 crashes there)."""
+    that uses such an ensemble quotes its load error, as Triton does for a step that fails
+    to load (real Triton 2.51 crashes there)."""
     for name, step in (("e1", "e2"), ("e2", "e1"), ("e3", "e3"), ("e7", "e1")):
         (tmp_path / name / "1").mkdir(parents=True)
         (tmp_path / name / "config.pbtxt").write_text(_ensemble_of(name, step))
@@ -142,7 +143,8 @@ def test_ensembles_in_a_circle_are_refused(bundled_server_factory: Any, tmp_path
     expected = {
         "e1": "circular dependency between ensembles: e1 -> ... -> e2 -> e1",
         "e3": "circular dependency between ensembles: e3 -> ... -> e3 -> e3",
-        "e7": "ensemble e7 contains models that are not available or ambiguous: e1",
+        "e7": "ensemble 'e7' depends on 'e1' which has no loaded version. Model 'e1' "
+        "loading failed with error: circular dependency between ensembles: e1 -> ... -> e2 -> e1",
     }
     for name, text in expected.items():
         reply = exchange(url, "POST", f"/v2/repository/models/{name}/load")

@@ -150,13 +150,22 @@ Lookup = Callable[[str, int], ModelVersion | None]
 _Responses = AsyncGenerator[tuple[InferResponse | None, bool], None]
 
 
-def check_steps(cfg: ModelConfig, lookup: Lookup) -> None:
+def check_steps(cfg: ModelConfig, lookup: Lookup, failed: dict[str, str] | None = None) -> None:
     """The checks Triton makes when an ensemble loads, against its step models as loaded
-    (``lookup(model, version)``: the ready version, or None). Raises CoreError with the
-    message Triton gives (without the ``load failed for model`` prefix)."""
+    (``lookup(model, version)``: the ready version, or None; ``failed``: the load error
+    of each step model that was just tried and failed, as its load answer gives it).
+    Raises CoreError with the message Triton gives (without the ``load failed for model``
+    prefix)."""
     name = cfg.name
     steps = steps_of(cfg)
     missing = [m for m in step_models(cfg) if lookup(m, -1) is None]
+    for step_name in missing:
+        if failed and step_name in failed:
+            raise CoreError(
+                f"ensemble '{name}' depends on '{step_name}' which has no loaded version. "
+                f"Model '{step_name}' loading failed with error: "
+                + _load_error_text(step_name, failed[step_name])
+            )
     if missing:
         raise CoreError(
             f"ensemble {name} contains models that are not available or ambiguous: "
@@ -184,6 +193,14 @@ def check_steps(cfg: ModelConfig, lookup: Lookup) -> None:
             )
     _check_tensors(cfg, steps, models)
     _check_decoupled_origins(cfg, steps, models)
+
+
+def _load_error_text(model: str, message: str) -> str:
+    """A step model's load error as an ensemble's load error quotes it: without its
+    ``load failed for model '...':`` prefix and its last newline."""
+    prefix = f"load failed for model '{model}': "
+    message = message.removeprefix(prefix)
+    return message.removesuffix("\n")
 
 
 @dataclass(frozen=True)
@@ -771,8 +788,8 @@ class EnsembleVersion(ModelVersion):
             assert t.array is not None
             outputs.append(OutputTensor(name, t.datatype, list(t.shape), t.array))
         # (the response parameters come with the outputs that steps made, once each: an
-        # ensemble input that is also an output brings none)
-        made = sum(1 for o in outputs if o.name not in run.req.inputs)
+        # ensemble input that is also an output brings none, nor does an empty tensor)
+        made = sum(1 for o in outputs if o.name not in run.req.inputs and o.array.size > 0)
         response = InferResponse(outputs, parameters=_sequence_parameters(run.req, made))
         run.responses.append(response)
         stream = run.req.response_stream

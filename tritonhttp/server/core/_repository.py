@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import logging
 import os
 import shutil
@@ -597,6 +596,7 @@ class Repository:
                 f"{name} -> ... -> {closing} -> {name}\n",
                 Code.INVALID_ARG,
             )
+        failed: dict[str, str] = {}
         for step in step_models(cfg):
             entry = self.models.get(step)
             if step == name:
@@ -610,10 +610,13 @@ class Repository:
             if entry is not None and entry.temp_dir is not None:
                 continue  # (loaded from files sent with its load request: kept as it is)
             if self.mode == "explicit" or entry is None or not entry.attempted:
-                with contextlib.suppress(CoreError):  # (then reported as not available)
+                try:
                     await self.load(step)
+                except CoreError as e:
+                    if step in found:  # (a step with no folder: reported as not available)
+                        failed[step] = e.message
         try:
-            check_steps(cfg, self.step_model)
+            check_steps(cfg, self.step_model, failed)
         except CoreError as e:
             # as in Triton, the versions serving before go, and the ensembles using them
             self._drop_dependents(name)

@@ -9,10 +9,13 @@ and receive the configured control inputs (START, END, READY, CORRID).
 * ``direct`` (the default): each instance has ``max(1, max_batch_size)`` slots; a batch
   holds the next request of each slot, and empty slots below the last used one are
   padded with *null* requests (empty id, zero data, READY false) whose responses are
-  dropped, as Triton does.
+  dropped, as Triton does. With ``minimum_slot_utilization`` and
+  ``max_queue_delay_microseconds`` both set, a batch with fewer ready slots than that
+  share of the instance's slots waits until its oldest request has waited the delay.
 * ``oldest``: each instance has ``max_candidate_sequences`` slots; the next request of
   each candidate sequence joins a dynamic batcher (``preferred_batch_size``,
-  ``max_queue_delay_microseconds``), so sequences are batched as they arrive.
+  ``max_queue_delay_microseconds``), so sequences are batched as they arrive; an ending
+  sequence keeps its slot until its END request is answered.
 * ``iterative_sequence``: a model may release a request with RESCHEDULE; it runs again
   at the head of its sequence (flags cleared). Requests without a correlation id get
   one of their own (1, 2, ...), and a sequence ends when its request completes.
@@ -227,12 +230,14 @@ class _Slot:
 class _Lane:
     """One instance with its slots (and, for ``oldest``, its dynamic batcher)."""
 
-    __slots__ = ("batcher", "busy", "instance", "leaving", "slots")
+    __slots__ = ("batcher", "busy", "instance", "leaving", "slots", "timer")
 
     def __init__(self, instance: ModelInstance, slots: list[_Slot]) -> None:
         self.instance = instance
         self.slots = slots
         self.busy = False
+        #: (``direct``) runs the lane once a batch below the minimum utilisation is due
+        self.timer: asyncio.TimerHandle | None = None
         self.batcher: DynamicBatcher | None = None
         #: an instance update left the instance out: it takes no new sequence, and this
         #: future ends once its sequences are over and it is free
@@ -274,6 +279,9 @@ class SequenceBatcher(Scheduler):
             )
         else:
             self._per_instance = max(1, config.max_batch_size)
+        #: (``direct``) the share of slots a batch must fill, else how long it may wait
+        self._min_use = sb.direct.minimum_slot_utilization if not self.oldest else 0.0
+        self._delay_ns = sb.direct.max_queue_delay_microseconds * 1000 if not self.oldest else 0
         self._lanes: list[_Lane] = []
         self._free: list[_Slot] = []
         self._active: dict[int | str, _Sequence] = {}
@@ -349,6 +357,11 @@ class SequenceBatcher(Scheduler):
 
     def check(self, req: InferRequest) -> None:
         """The sequence rules a request must meet before it is accepted (400 otherwise)."""
+        if req.batch_size > 1:
+            raise CoreError(
+                f"inference request to model '{self.model_name}' must specify batch-size 1 "
+                "due to requirements of sequence batcher"
+            )
         cid = req.correlation_id
         if cid == 0 or cid == "":
             if self.iterative:
@@ -515,7 +528,11 @@ class SequenceBatcher(Scheduler):
             return
         item = seq.queue.popleft()
         self._waiting.pop(id(item.request), None)
-        self._prepare(item)
+        self._with_controls(item.request, item.inputs)
+        if item.request.flags & _END and not self.iterative:
+            # the slot stays taken while the END request waits in the batcher: it is
+            # free once that request is answered (or cancelled)
+            item.future.add_done_callback(lambda _: self._release(seq))
         seq.in_flight += 1
         lane.batcher.submit(item, 0)
 
@@ -525,9 +542,31 @@ class SequenceBatcher(Scheduler):
         if req.flags & _END and not self.iterative:
             self._release(item.seq)  # Triton frees the slot once the END request is scheduled
 
+    def _under_used(self, lane: _Lane) -> bool:
+        """Whether the lane's next batch fills too few slots and may wait longer (a timer
+        runs the lane once its oldest request has waited the delay)."""
+        if self._min_use <= 0 or self._delay_ns <= 0:
+            return False
+        heads = [s.sequence.queue[0] for s in lane.slots if s.sequence and s.sequence.queue]
+        if not heads or len(heads) / len(lane.slots) >= self._min_use:
+            return False
+        due = min(item.enqueue_ns for item in heads) + self._delay_ns - _now()
+        if due <= 0:
+            return False
+        if lane.timer is None:
+            lane.timer = asyncio.get_running_loop().call_later(due / 1e9, self._due, lane)
+        return True
+
+    def _due(self, lane: _Lane) -> None:
+        lane.timer = None
+        self._run_direct(lane)
+
     def _run_direct(self, lane: _Lane) -> None:
-        if lane.busy:
+        if lane.busy or self._under_used(lane):
             return
+        if lane.timer is not None:
+            lane.timer.cancel()
+            lane.timer = None
         picked: list[tuple[int, _Item]] = []
         for slot in lane.slots:
             seq = slot.sequence
@@ -660,6 +699,9 @@ class SequenceBatcher(Scheduler):
                 seq.timer.cancel()
                 seq.timer = None
         for lane in self._lanes:
+            if lane.timer is not None:
+                lane.timer.cancel()
+                lane.timer = None
             if lane.batcher is not None:
                 lane.batcher.close()
             if lane.leaving is not None and not lane.leaving.done():
