@@ -151,10 +151,10 @@ _SEND_PARAMS = ("self", "response", "flags")
 _SEND_DEFAULTS: dict[str, Any] = {"response": None, "flags": 0}
 
 
-def _c_uint32(value: Any) -> int | None:
-    """``value`` as pybind11 takes it for a C ``uint32_t`` argument (None where it does
-    not): an int (a bool too) or an object with ``__index__``, else, a float aside, any
-    number ``int()`` reads (``np.float32(1)`` is 1); then in range."""
+def _c_int(value: Any, low: int, high: int) -> int | None:
+    """``value`` as pybind11 takes it for a C integer argument in ``[low, high)`` (None
+    where it does not): an int (a bool too) or an object with ``__index__``, else, a float
+    aside, any number ``int()`` reads (``np.float32(1)`` is 1); then in range."""
     if isinstance(value, float):
         return None
     kind = type(value)
@@ -167,7 +167,50 @@ def _c_uint32(value: Any) -> int | None:
             return None
     except (TypeError, ValueError, OverflowError):
         return None
-    return number if 0 <= number < 2**32 else None
+    return number if low <= number < high else None
+
+
+def _c_uint32(value: Any) -> int | None:
+    """``value`` as pybind11 takes it for a C ``uint32_t`` argument (None where it does
+    not)."""
+    return _c_int(value, 0, 2**32)
+
+
+def _c_bool(value: Any) -> bool | None:
+    """``value`` as pybind11 takes it for a C ``bool`` argument (None where it does not):
+    True, False, or an object of a type with ``__bool__`` (a number); not None, a list or
+    a str."""
+    if value is None or not hasattr(type(value), "__bool__"):
+        return None
+    try:
+        return bool(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _c_str(value: Any) -> str | None:
+    """``value`` as pybind11 takes it for a C++ string argument: a str, or bytes and
+    bytearray read as UTF-8 (None for anything else)."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    return None
+
+
+def _c_list(value: Any) -> list[Any] | None:
+    """``value`` as pybind11 takes it for a C++ vector argument: the items of a sequence
+    (a list, tuple, deque, NumPy array, range), not of a str, bytes, dict, set or
+    iterator (None for those)."""
+    if isinstance(value, (str, bytes, dict)):
+        return None
+    kind = type(value)
+    if not (hasattr(kind, "__getitem__") and hasattr(kind, "__len__")):
+        return None
+    try:
+        return list(value)
+    except TypeError:
+        return None
 
 
 class InferenceResponseSender:
@@ -382,13 +425,15 @@ _REQUIRED = (
     "c_python_backend_utils.InferenceTrace = <c_python_backend_utils.InferenceTrace object "
     f"at {id(_SHOWN_DEFAULTS[1]):#x}>, parameters: object = None)\n"
 )
+#: an argument left out (pybind11 refuses an explicit None for these)
+_DEFAULT: Any = object()
 _REQUEST_PARAMS = (
     "request_id", "correlation_id", "inputs", "requested_output_names", "model_name",
     "model_version", "flags", "timeout", "preferred_memory", "trace", "parameters",
 )  # fmt: skip
 _REQUEST_DEFAULTS: dict[str, Any] = {
     "request_id": "", "correlation_id": 0, "model_version": -1, "flags": 0, "timeout": 0,
-    "preferred_memory": None, "trace": None, "parameters": None,
+    "preferred_memory": _DEFAULT, "trace": _DEFAULT, "parameters": None,
 }  # fmt: skip
 
 
@@ -419,6 +464,13 @@ class InferenceRequest:
         "_timeout",
         "_trace",
     )
+    _request_id: str
+    _correlation_id: int | str
+    _requested: set[str]
+    _model_name: str
+    _model_version: int
+    _flags: int
+    _timeout: int
 
     if TYPE_CHECKING:
 
@@ -459,34 +511,47 @@ class InferenceRequest:
         trace: Any,
         parameters: Any,
     ) -> None:
+        # each argument converted as pybind11 converts it for the stub's C++ types
+        request_id = _c_str(request_id)
+        model_name = _c_str(model_name)
+        inputs = _c_list(inputs)
+        names = _c_list(requested_output_names)
+        requested = None if names is None else [_c_str(n) for n in names]
+        model_version = _c_int(model_version, -(2**63), 2**63)
+        flags = _c_uint32(flags)
+        timeout = _c_int(timeout, 0, 2**64)
         if (
             correlation_id is None
-            or not isinstance(request_id, str)
-            or not isinstance(inputs, (list, tuple))
-            or not isinstance(requested_output_names, (list, tuple, set))
-            or not isinstance(model_name, (str, bytes))
-            or isinstance(model_version, bool)
-            or not isinstance(model_version, int)
-            or not isinstance(flags, int)
-            or not isinstance(timeout, int)
-            or (preferred_memory is not None and not isinstance(preferred_memory, PreferredMemory))
-            or (trace is not None and not isinstance(trace, InferenceTrace))
-            or any(not isinstance(n, str) for n in requested_output_names)
+            or request_id is None
+            or model_name is None
+            or inputs is None
+            or requested is None
+            or any(n is None for n in requested)
+            or model_version is None
+            or flags is None
+            or timeout is None
+            or (
+                preferred_memory is not _DEFAULT
+                and not isinstance(preferred_memory, PreferredMemory)
+            )
+            or (trace is not _DEFAULT and not isinstance(trace, InferenceTrace))
             or any(t is not None and not isinstance(t, Tensor) for t in inputs)
         ):
             raise TypeError(_REQUIRED + invoked_with(args, kwargs))
-        if isinstance(model_name, bytes):
-            model_name = model_name.decode("utf-8", "replace")
-        if isinstance(correlation_id, bool) or not isinstance(correlation_id, (int, str)):
+        if isinstance(correlation_id, int):
+            if not 0 <= correlation_id < 1 << 64:
+                raise RuntimeError(_UNCAST)  # an integer id is a uint64_t in Triton
+            correlation_id = int(correlation_id)
+        elif isinstance(correlation_id, str):
+            correlation_id = str(correlation_id)
+        else:
             raise TritonModelException("Correlation ID must be integer or string")
-        if isinstance(correlation_id, int) and not 0 <= correlation_id < 1 << 64:
-            raise RuntimeError(_UNCAST)  # an integer id is a uint64_t in Triton
         if any(t is None for t in inputs):
             raise TritonModelException(
                 f"Input tensor for request with id '{request_id}' and model name "
                 f"'{model_name}' should not be empty."
             )
-        for n in requested_output_names:
+        for n in requested:
             if n == "":
                 raise TritonModelException(
                     f"Requested output name for request with id '{request_id}' and model "
@@ -499,7 +564,7 @@ class InferenceRequest:
         self._request_id = request_id
         self._correlation_id = correlation_id
         self._inputs = list(inputs)
-        self._requested = set(requested_output_names)
+        self._requested = {n for n in requested if n is not None}
         self._model_name = model_name
         self._model_version = model_version
         self._flags = flags
@@ -510,7 +575,7 @@ class InferenceRequest:
         self._sender = InferenceResponseSender(None)
         self._link: RequestLink | None = None
         self._handle: Any = None
-        self._trace = trace if trace is not None else InferenceTrace()
+        self._trace = trace if isinstance(trace, InferenceTrace) else InferenceTrace()
 
     @classmethod
     def _server_side(
@@ -598,33 +663,58 @@ class InferenceRequest:
 
     # ------------------------------------------------------------------ BLS
 
-    def exec(self, decoupled: bool = False) -> Any:
-        """Run this request on ``model_name`` and wait: an InferenceResponse, or with
-        ``decoupled=True`` an iterator of them. Errors come back as error responses."""
-        stream = self._start(bool(decoupled))
-        if decoupled:
-            return ResponseIterator(stream)
-        return _single(stream.get)
+    if TYPE_CHECKING:
 
-    def async_exec(self, decoupled: bool = False) -> asyncio.Future[Any]:
-        """Like :meth:`exec`, as an awaitable; call it inside ``async def execute``."""
-        loop = asyncio.get_running_loop()
-        stream = self._start(bool(decoupled))
-        if decoupled:
-            return asyncio.ensure_future(ResponseIterator(stream)._first(), loop=loop)
-        return asyncio.ensure_future(_single_async(stream), loop=loop)
+        def exec(self, decoupled: bool = False) -> Any: ...
+
+        def async_exec(self, decoupled: bool = False) -> asyncio.Future[Any]: ...
+
+    else:
+
+        def exec(*args, **kwargs):
+            """Run this request on ``model_name`` and wait: an InferenceResponse, or with
+            ``decoupled=True`` an iterator of them. Errors come back as error responses."""
+            self, decoupled = _exec_args("exec", args, kwargs)
+            stream = self._start(decoupled)
+            if decoupled:
+                return ResponseIterator(stream)
+            return _single(stream.get)
+
+        def async_exec(*args, **kwargs):
+            """Like :meth:`exec`, as an awaitable; call it inside ``async def execute``."""
+            self, decoupled = _exec_args("async_exec", args, kwargs)
+            loop = asyncio.get_running_loop()
+            stream = self._start(decoupled)
+            if decoupled:
+                return asyncio.ensure_future(ResponseIterator(stream)._first(), loop=loop)
+            return asyncio.ensure_future(_single_async(stream), loop=loop)
 
     def _start(self, decoupled: bool) -> _runtime.ResponseStream:
         runtime = _runtime.current()
         runtime.check_bls()
+        refusal = self._refusal()
+        if refusal is not None:  # refused with the error Triton gives
+            stream = _runtime.ResponseStream()
+            stream.push(InferenceResponse(error=refusal), True)
+            return stream
+        return runtime.infer(self, decoupled)
+
+    def _refusal(self) -> TritonError | None:
+        """The error Triton answers this request with before it runs: a duplicate input
+        name, a parameter integer outside int64."""
         seen: set[str] = set()
         for tensor in self._inputs:
-            if tensor._name in seen:  # refused with the error Triton's core gives
-                stream = _runtime.ResponseStream()
-                stream.push(InferenceResponse(error=self._duplicate(tensor._name)), True)
-                return stream
+            if tensor._name in seen:
+                return self._duplicate(tensor._name)
             seen.add(tensor._name)
-        return runtime.infer(self, decoupled)
+        for value in self._param_dict.values():
+            if isinstance(value, int) and not -(2**63) <= value < 2**63:
+                return TritonError(
+                    f"Model {self._model_name} - Error when running inference: Unsupported "
+                    "value type on parameters",
+                    TritonError.INVALID_ARG,
+                )
+        return None
 
     def _duplicate(self, name: str) -> TritonError:
         return TritonError(
@@ -635,6 +725,23 @@ class InferenceRequest:
 
     def __repr__(self) -> str:
         return pybind_repr(self, "InferenceRequest")
+
+
+def _exec_args(
+    method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[InferenceRequest, bool]:
+    """The request and ``decoupled`` of an ``exec``/``async_exec`` call, or the TypeError
+    pybind11 raises for arguments that do not fit ``(self, decoupled: bool = False)``."""
+    error = (
+        f"{method}(): incompatible function arguments. The following argument types are "
+        "supported:\n    1. (self: c_python_backend_utils.InferenceRequest, decoupled: bool = "
+        "False) -> object\n"
+    )
+    self, decoupled = bind_call(args, kwargs, ("self", "decoupled"), {"decoupled": False}, error)
+    flag = _c_bool(decoupled)
+    if not isinstance(self, InferenceRequest) or flag is None:
+        raise TypeError(error + invoked_with(args, kwargs))
+    return self, flag
 
 
 def _single(get: Any) -> InferenceResponse:
