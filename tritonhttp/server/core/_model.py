@@ -116,6 +116,7 @@ class ModelVersion:
             and self.cache is None
             and self._sequence is None
             and not self.decoupled
+            and not config.dynamic_batching.preserve_ordering
             and all(getattr(i, "answers_directly", False) for i in instances)
         )
         #: the dynamic batcher forms batches of requests its instances parse, counting

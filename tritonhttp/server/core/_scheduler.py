@@ -408,6 +408,8 @@ class BatchingRules:
     equal_shape_inputs: frozenset[str] = frozenset()
     #: the model has optional inputs: a batch shares one set of input names
     optional_inputs: bool = False
+    #: ``preserve_ordering``: answers go out in the order requests left the queue
+    preserve_ordering: bool = False
 
     @classmethod
     def from_config(
@@ -425,6 +427,7 @@ class BatchingRules:
             delay * 1000,
             equal,
             any(i.optional for i in config.input),
+            preferred is None and delay_us is None and db.preserve_ordering,
         )
 
 
@@ -463,6 +466,10 @@ class DynamicBatcher(Scheduler):
         self._timer_at = 0
         self._pumping = False
         self._on_done = on_done
+        #: (``preserve_ordering``) dispatched requests not answered yet, in dispatch
+        #: order, each with its finished outcome once it has one
+        self._in_order: collections.deque[Pending] = collections.deque()
+        self._outcomes: dict[int, InferResponse | BaseException] = {}
 
     # ------------------------------------------------------------------ entry
 
@@ -479,6 +486,7 @@ class DynamicBatcher(Scheduler):
             and not self._payloads
             and (self._curr is None or self._curr.executing or not self._curr.items)
             and not self.rules.delay_ns
+            and not self.rules.preserve_ordering
             and not queue.expires_at_once(level, req)
         ):
             # the batch Triton would form is this request alone, on an idle instance
@@ -680,6 +688,8 @@ class DynamicBatcher(Scheduler):
             waiting = self._waiting
             for item in payload.items:
                 waiting.pop(id(item.request), None)
+            if rules.preserve_ordering:
+                self._in_order.extend(payload.items)
             inst = self._idle.popleft()
             self._start_now(self._run(inst, payload))
 
@@ -697,15 +707,38 @@ class DynamicBatcher(Scheduler):
                     if on_done is not None:
                         on_done(item, response)  # (it may queue the request again first)
                     else:
-                        self._answer(
+                        self._settle(
                             item, reschedule_refused() if response.rescheduled else response
                         )
         except BaseException as e:  # never leave a waiter hanging
-            self._fail(items, e)
+            for item in items:
+                self._settle(item, e)
             if not isinstance(e, Exception):
                 raise
         finally:
             free()
+
+    def _settle(self, item: Pending, outcome: InferResponse | BaseException) -> None:
+        """Answer ``item``; under ``preserve_ordering`` only once every request
+        dispatched before it is answered (its outcome waits until then)."""
+        if not self.rules.preserve_ordering:
+            if isinstance(outcome, BaseException):
+                self._fail([item], outcome)
+            else:
+                self._answer(item, outcome)
+            return
+        self._outcomes[id(item)] = outcome
+        order = self._in_order
+        while order:
+            head = order[0]
+            done = self._outcomes.pop(id(head), None)
+            if done is None and not head.future.done():
+                return  # (still running)
+            order.popleft()
+            if isinstance(done, BaseException):
+                self._fail([head], done)
+            elif done is not None:
+                self._answer(head, done)
 
     @property
     def is_idle(self) -> bool:
