@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import itertools
+import json
 import re
 import threading
 import weakref
@@ -20,12 +22,14 @@ from ._errors import TritonModelException
 __all__ = ["FamilySnapshot", "Metric", "MetricFamily", "MetricKind", "MetricStore"]
 
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
+_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 
 OP_INCREMENT, OP_SET, OP_OBSERVE = 0, 1, 2
 
 
-class MetricKind(enum.Enum):
-    """Kinds of :class:`MetricFamily` (``MetricFamily.COUNTER`` and so on)."""
+class MetricKind(enum.IntEnum):
+    """Kinds of :class:`MetricFamily` (``MetricFamily.COUNTER`` and so on); they compare
+    equal to their numbers but print as ``MetricKind.GAUGE``."""
 
     COUNTER = 0
     GAUGE = 1
@@ -33,6 +37,7 @@ class MetricKind(enum.Enum):
 
 
 MetricKind.__name__ = MetricKind.__qualname__ = "MetricKind"
+MetricKind.__str__ = enum.Enum.__str__  # type: ignore[method-assign]
 
 
 @dataclass
@@ -43,7 +48,6 @@ class _Series:
     counts: list[int] = field(default_factory=list)
     total: float = 0.0
     count: int = 0
-    refs: int = 0
 
 
 @dataclass
@@ -81,12 +85,14 @@ class MetricStore:
         self._families: dict[int, _Family] = {}
         self._metrics: dict[int, tuple[_Family, tuple[Any, ...]]] = {}
         self._owners: dict[int, str] = {}
+        #: family handle -> keys of the series created through it (they go with it)
+        self._made: dict[int, set[tuple[Any, ...]]] = {}
         self._next = 1
 
     def family_create(self, instance: str, name: str, description: str, kind: int) -> int:
         """A handle on the family ``name`` (created, or shared when the kind matches)."""
         prefix = "Error when creating MetricFamily"
-        if not _NAME.match(name):
+        if not _NAME.match(name) or name.startswith("__"):
             raise _fail(prefix, instance, "Invalid metric name")
         with self._lock:
             family = self._by_name.get(name)
@@ -102,12 +108,16 @@ class MetricStore:
             return fid
 
     def family_delete(self, family_id: int) -> None:
-        """Drop a family handle; the family goes away with its last handle."""
+        """Drop a family handle with the series created through it; the family goes away
+        with its last handle."""
         with self._lock:
             family = self._families.pop(family_id, None)
             self._owners.pop(family_id, None)
+            made = self._made.pop(family_id, set())
             if family is None:
                 return
+            for key in made:
+                family.series.pop(key, None)
             family.refs -= 1
             if family.refs <= 0 and self._by_name.get(family.name) is family:
                 del self._by_name[family.name]
@@ -119,7 +129,9 @@ class MetricStore:
         labels: dict[str, str],
         buckets: list[float] | None,
     ) -> int:
-        """A handle on the series of ``labels`` (shared by equal labels)."""
+        """A handle on the series of ``labels`` (shared by equal labels); the series lasts
+        until the family handle it was created through is deleted."""
+        _check_series(instance, labels, buckets)
         with self._lock:
             family = self._families.get(family_id)
             if family is None:
@@ -134,7 +146,7 @@ class MetricStore:
                 )
                 if buckets is not None:
                     series.counts = [0] * len(buckets)
-            series.refs += 1
+            self._made.setdefault(family_id, set()).add(key)
             mid = self._next
             self._next += 1
             self._metrics[mid] = (family, key)
@@ -142,18 +154,10 @@ class MetricStore:
             return mid
 
     def metric_delete(self, metric_id: int) -> None:
-        """Drop a series handle; the series goes away with its last handle."""
+        """Drop a series handle; the series stays (its values too) with its family handle."""
         with self._lock:
-            entry = self._metrics.pop(metric_id, None)
+            self._metrics.pop(metric_id, None)
             self._owners.pop(metric_id, None)
-            if entry is None:
-                return
-            family, key = entry
-            series = family.series.get(key)
-            if series is not None:
-                series.refs -= 1
-                if series.refs <= 0:
-                    del family.series[key]
 
     def metric_update(self, metric_id: int, op: int, value: float) -> None:
         """Increment, set or observe (already checked against the kind by the caller)."""
@@ -170,9 +174,13 @@ class MetricStore:
             elif op == OP_SET:
                 series.value = value
             elif series.buckets is not None:
-                for i, bound in enumerate(series.buckets):
-                    if value <= bound:
-                        series.counts[i] += 1
+                # the first bucket whose bound is not below the value, and every one after
+                first = next(
+                    (i for i, b in enumerate(series.buckets) if not b < value),
+                    len(series.buckets),
+                )
+                for i in range(first, len(series.buckets)):
+                    series.counts[i] += 1
                 series.total += value
                 series.count += 1
 
@@ -197,12 +205,13 @@ class MetricStore:
                 self.family_delete(handle)
 
     def snapshot(self) -> list[FamilySnapshot]:
-        """Every family with its series, in creation order."""
+        """Every family in creation order, each with its series newest first (the order
+        Triton's registry usually lists them in)."""
         with self._lock:
             out = []
             for family in self._by_name.values():
                 rows: list[tuple[dict[str, str], Any]] = []
-                for s in family.series.values():
+                for s in reversed(family.series.values()):
                     if family.kind == MetricKind.HISTOGRAM.value:
                         rows.append(
                             (dict(s.labels), (list(s.buckets or []), list(s.counts), s.total,
@@ -214,7 +223,70 @@ class MetricStore:
             return out
 
 
+def _check_series(instance: str, labels: dict[str, Any], buckets: list[float] | None) -> None:
+    """The server's checks on a new series: string label values, valid label names,
+    strictly increasing bucket bounds."""
+    prefix = "Error when creating Metric"
+    if any(not isinstance(v, str) for v in labels.values()):
+        raise _fail(prefix, instance, "attempt to access JSON non-string as string")
+    if any(not _LABEL.match(k) or k.startswith("__") for k in labels):
+        raise _fail(prefix, instance, "Invalid label name")
+    if buckets is not None and any(b <= a for a, b in itertools.pairwise(buckets)):
+        raise _fail(prefix, instance, "Bucket Boundaries must be strictly sorted")
+
+
 # ----------------------------------------------------------------------------- model API
+
+
+def _repr(obj: object) -> str:
+    return f"<c_python_backend_utils.{type(obj).__name__} object at {id(obj):#x}>"
+
+
+def _invoked(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The ``Invoked with:`` part of an argument-type error."""
+    text = ", ".join(_repr(a) if isinstance(a, (Metric, MetricFamily)) else repr(a) for a in args)
+    if kwargs:
+        text += "; kwargs: " + ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    return f"\n\nInvoked with: {text}"
+
+
+def _double(value: Any) -> float | None:
+    """``value`` as a double the way the model API converts numbers; None if it can't."""
+    if not hasattr(type(value), "__float__") and not hasattr(type(value), "__index__"):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _bad_args(method: str, signature: str, args: tuple[Any, ...], kw: dict[str, Any]) -> TypeError:
+    return TypeError(
+        f"{method}(): incompatible function arguments. The following argument types are "
+        f"supported:\n    1. {signature}{_invoked(args, kw)}"
+    )
+
+
+def _float_arg(metric: Metric, method: str, args: tuple[Any, ...], kw: dict[str, Any]) -> float:
+    """The one float argument of ``increment``/``set``/``observe``."""
+    value = _double(args[0]) if len(args) == 1 and not kw else None
+    if value is None:
+        signature = "(self: c_python_backend_utils.Metric, arg0: float) -> None"
+        raise _bad_args(method, signature, (metric, *args), kw)
+    return value
+
+
+def _buckets(buckets: Any) -> list[float]:
+    if not isinstance(buckets, list):
+        raise TritonModelException("Failed to create metric. Buckets must be a list.")
+    bounds = [_double(b) for b in buckets]
+    if any(b is None for b in bounds):
+        raise RuntimeError(
+            "Unable to cast Python instance to C++ type (#define "
+            "PYBIND11_DETAILED_ERROR_MESSAGES or compile in debug mode for details)"
+        )
+    return [b for b in bounds if b is not None]
+
 
 _OPS = {
     # kind -> operations it supports
@@ -239,21 +311,11 @@ class Metric:
         if labels is not None and not isinstance(labels, dict):
             raise TritonModelException("Failed to create metric. Labels must be a dictionary.")
         labels = labels or {}
-        for k, v in labels.items():
-            if not isinstance(k, str) or not isinstance(v, str):
-                raise _fail(
-                    "Error when creating Metric",
-                    runtime.instance_name(),
-                    "attempt to access JSON non-string as string",
-                )
         kind = family._kind
         if kind is MetricKind.HISTOGRAM:
             if buckets is None:
                 raise TritonModelException("Failed to create metric. Missing required buckets.")
-            try:
-                bounds = [float(b) for b in buckets]
-            except (TypeError, ValueError):
-                raise TypeError("Metric(): buckets must be a list of numbers") from None
+            bounds = _buckets(buckets)
         else:
             if buckets is not None:
                 raise TritonModelException("Failed to create metric. Unexpected buckets found.")
@@ -262,7 +324,9 @@ class Metric:
         self._kind = kind
         self._runtime = runtime
         assert family._id is not None
-        self._id = runtime.metric_create(family._id, dict(labels), bounds)
+        # label names are sent the way JSON writes them: 1 -> "1", True -> "true"
+        labels = json.loads(json.dumps(labels))
+        self._id = runtime.metric_create(family._id, labels, bounds)
 
     def _check(self, op: str) -> None:
         if self._family() is None:
@@ -278,8 +342,12 @@ class Metric:
                 f"TRITONSERVER_METRIC_KIND_{self._kind.name} does not support {op}",
             )
 
-    def increment(self, value: float) -> None:
-        """Add ``value`` (counters: non-negative only)."""
+    def __repr__(self) -> str:
+        return _repr(self)
+
+    def increment(self, *args: Any, **kwargs: Any) -> None:
+        """``increment(value)``: add ``value`` (counters: non-negative only)."""
+        value = _float_arg(self, "increment", args, kwargs)
         self._check("Increment")
         if self._kind is MetricKind.COUNTER and value < 0:
             raise _fail(
@@ -291,20 +359,25 @@ class Metric:
         assert self._id is not None
         self._runtime.metric_update(self._id, OP_INCREMENT, float(value))
 
-    def set(self, value: float) -> None:
-        """Set a gauge."""
+    def set(self, *args: Any, **kwargs: Any) -> None:
+        """``set(value)``: set a gauge."""
+        value = _float_arg(self, "set", args, kwargs)
         self._check("Set")
         assert self._id is not None
         self._runtime.metric_update(self._id, OP_SET, float(value))
 
-    def observe(self, value: float) -> None:
-        """Record ``value`` in a histogram."""
+    def observe(self, *args: Any, **kwargs: Any) -> None:
+        """``observe(value)``: record ``value`` in a histogram."""
+        value = _float_arg(self, "observe", args, kwargs)
         self._check("Observe")
         assert self._id is not None
         self._runtime.metric_update(self._id, OP_OBSERVE, float(value))
 
-    def value(self) -> float:
-        """The current value of a counter or gauge."""
+    def value(self, *args: Any, **kwargs: Any) -> float:
+        """``value()``: the current value of a counter or gauge."""
+        if args or kwargs:
+            signature = "(self: c_python_backend_utils.Metric) -> float"
+            raise _bad_args("value", signature, (self, *args), kwargs)
         self._check("Value")
         assert self._id is not None
         return self._runtime.metric_value(self._id)
@@ -337,18 +410,30 @@ class MetricFamily:
             raise TypeError(
                 "__init__(): incompatible constructor arguments. The following argument types "
                 "are supported:\n    1. c_python_backend_utils.MetricFamily(name: str, "
-                "description: str, kind: c_python_backend_utils.MetricKind)\n"
+                "description: str, kind: c_python_backend_utils.MetricKind)"
+                + _invoked((name, description, kind), {})
             )
         self._runtime = _runtime.current()
         self._name = name
         self._kind = kind
         self._id = self._runtime.family_create(name, description, kind.value)
 
-    def Metric(
-        self, labels: dict[str, str] | None = None, buckets: list[float] | None = None
-    ) -> Metric:
-        """A series of this family with ``labels`` (histograms need ``buckets``)."""
-        return Metric(self, labels, buckets)
+    def __repr__(self) -> str:
+        return _repr(self)
+
+    def Metric(self, *args: Any, **kwargs: Any) -> Metric:
+        """``Metric(labels=None, buckets=None)``: a series of this family with ``labels``
+        (a dict of strings; histograms need ``buckets``, a list of increasing bounds)."""
+        names = ("labels", "buckets")
+        given = dict(zip(names, args, strict=False))
+        if len(args) > len(names) or any(k not in names or k in given for k in kwargs):
+            signature = (
+                "(self: c_python_backend_utils.MetricFamily, labels: object = None, "
+                "buckets: object = None) -> c_python_backend_utils.Metric"
+            )
+            raise _bad_args("Metric", signature, (self, *args), kwargs)
+        given.update(kwargs)
+        return Metric(self, given.get("labels"), given.get("buckets"))
 
     def __del__(self) -> None:
         if getattr(self, "_id", None) is not None:

@@ -355,7 +355,8 @@ def render(registry: CollectorRegistry) -> bytes:
         name = family.name
         if family.type == "counter" and {x.name for x in family.samples} == {name + "_total"}:
             name += "_total"  # (prometheus_client takes the suffix off a counter's name)
-        out.append(f"# HELP {name} {_escape(family.documentation, False)}\n")
+        if family.documentation:  # (no HELP line for an empty description, as in Triton)
+            out.append(f"# HELP {name} {_escape(family.documentation, False)}\n")
         out.append(f"# TYPE {name} {family.type}\n")
         for sample in family.samples:
             labels = ",".join(f'{k}="{_escape(v, True)}"' for k, v in sample.labels.items())

@@ -20,6 +20,7 @@ from triton_python_backend_utils._request import InferenceRequest
 
 from ...core._backend_api import Emit, ServerBridge
 from ...core._errors import CoreError
+from ...core._metrics import format_value
 from ...core._trace import live_trace, trace_end
 from ...core._types import InferRequest, InferResponse
 from ._convert import core_request, pb_response
@@ -262,4 +263,5 @@ def metrics_collector(store: MetricStore) -> Any:
 
 
 def _le(bound: float) -> str:
-    return str(int(bound)) if float(bound).is_integer() else repr(float(bound))
+    """A bucket bound as Triton writes it: like a sample value (``1e+20``, ``+Inf``)."""
+    return format_value(bound)
