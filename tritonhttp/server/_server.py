@@ -18,7 +18,7 @@ from ._options import ServerOptions
 from .backends.python import PythonBackend
 from .backends.python._direct import DirectReply, ReplyCodec
 from .core._bridge import CoreBridge
-from .core._cache import ResponseCache
+from .core._cache import MIN_SIZE, ResponseCache
 from .core._core import VERSION, ServerCore
 from .core._metrics import make_registry
 from .core._repository import Repository
@@ -65,6 +65,12 @@ class Server:
             trace = TraceSettings.from_config(o.trace_config)
         except ValueError as e:
             raise StartupError(f"error: --trace-config: {e}") from None
+        if o.cache_size is not None and o.cache_size < MIN_SIZE:
+            # tritonserver's local cache cannot lay out a buffer this small
+            raise StartupError(
+                "error: creating server: Internal - Failed to initialize LocalCache: Could "
+                "not initialize buffer in basic_managed_external_buffer constructor"
+            )
         self.python_backend = PythonBackend(
             isolation=o.python_isolation, reply_codec=_reply.__name__
         )
