@@ -636,3 +636,40 @@ def test_a_state_without_an_input_name_fails_the_load() -> None:
         Code.INVALID_ARG,
         "state of model 'm' must specify 'input_name'",
     )
+
+
+def test_preserve_ordering_keeps_no_answer_of_a_request_whose_client_left() -> None:
+    """Under ``preserve_ordering`` an answer waits for those dispatched before it; a
+    request whose client went away while it ran is passed over, and its answer, coming
+    later, is dropped rather than kept (where a later request could be given it)."""
+
+    async def main() -> tuple[bool, list[str], int]:
+        cfg = "max_batch_size: 4 dynamic_batching { preserve_ordering: true }"
+        mv, (first, second) = make_model(cfg, instances=2)
+        d = Driver(mv)
+        first.hold, second.hold = asyncio.Event(), asyncio.Event()
+        a = await d.send(request("a"))
+        await first.started.wait()
+        b = await d.send(request("b"))
+        await second.started.wait()
+        a.cancel()
+        await asyncio.sleep(0)
+        second.hold.set()  # b's answer goes out: a, before it, has no client any more
+        answer = await b
+        first.hold.set()  # a's answer comes after it was passed over
+        while len(first.cancelled_seen) < 1:
+            await asyncio.sleep(0)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        batcher = mv.scheduler
+        return (
+            answer.error is None,
+            [*first.batches[0], *second.batches[0]],
+            len(
+                batcher._outcomes  # type: ignore[union-attr]
+            ),
+        )
+
+    ok, ran, kept = run(main)
+    assert ok and ran == ["a", "b"]
+    assert kept == 0

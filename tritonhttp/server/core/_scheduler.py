@@ -727,7 +727,8 @@ class DynamicBatcher(Scheduler):
             else:
                 self._answer(item, outcome)
             return
-        self._outcomes[id(item)] = outcome
+        if not item.future.done():  # (one whose client left was passed over, or will be)
+            self._outcomes[id(item)] = outcome
         order = self._in_order
         while order:
             head = order[0]
