@@ -152,7 +152,7 @@ def runtime_check(runtime: str, ctx: LoadContext, backend: Backend) -> None:
             Code.INVALID_ARG,
         )
     folders = (ctx.version_dir, ctx.model_dir, backend.directory)
-    if "/" not in runtime and runtime not in ("", ".", ".."):
+    if "/" not in runtime and runtime not in (".", ".."):
         for folder in folders[:2]:
             if (folder / runtime).is_file():
                 raise CoreError(

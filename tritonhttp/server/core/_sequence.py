@@ -528,19 +528,20 @@ class SequenceBatcher(Scheduler):
             return
         item = seq.queue.popleft()
         self._waiting.pop(id(item.request), None)
-        self._with_controls(item.request, item.inputs)
-        if item.request.flags & _END and not self.iterative:
-            # the slot stays taken while the END request waits in the batcher: it is
-            # free once that request is answered (or cancelled)
-            item.future.add_done_callback(lambda _: self._release(seq))
+        self._prepare(item, when_answered=True)
         seq.in_flight += 1
         lane.batcher.submit(item, 0)
 
-    def _prepare(self, item: _Item) -> None:
-        req = item.request
-        self._with_controls(req, item.inputs)
-        if req.flags & _END and not self.iterative:
-            self._release(item.seq)  # Triton frees the slot once the END request is scheduled
+    def _prepare(self, item: _Item, when_answered: bool = False) -> None:
+        """Set the request's control inputs. An END request frees its sequence's slot:
+        once it is scheduled (``direct``), or ``when_answered`` (or cancelled; ``oldest``,
+        whose slot stays taken while the request waits in the batcher), as in Triton."""
+        self._with_controls(item.request, item.inputs)
+        if item.request.flags & _END and not self.iterative:
+            if when_answered:
+                item.future.add_done_callback(lambda _: self._release(item.seq))
+            else:
+                self._release(item.seq)
 
     def _under_used(self, lane: _Lane) -> bool:
         """Whether the lane's next batch fills too few slots and may wait longer (a timer
