@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _runtime
-from ._errors import TritonModelException
+from ._errors import TritonModelException, bind_call, invoked_with, pybind_repr
 
 __all__ = ["FamilySnapshot", "Metric", "MetricFamily", "MetricKind", "MetricStore"]
 
@@ -238,18 +238,6 @@ def _check_series(instance: str, labels: dict[str, Any], buckets: list[float] | 
 # ----------------------------------------------------------------------------- model API
 
 
-def _repr(obj: object) -> str:
-    return f"<c_python_backend_utils.{type(obj).__name__} object at {id(obj):#x}>"
-
-
-def _invoked(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    """The ``Invoked with:`` part of an argument-type error."""
-    text = ", ".join(_repr(a) if isinstance(a, (Metric, MetricFamily)) else repr(a) for a in args)
-    if kwargs:
-        text += "; kwargs: " + ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-    return f"\n\nInvoked with: {text}"
-
-
 def _double(value: Any) -> float | None:
     """``value`` as a double the way the model API converts numbers; None if it can't."""
     if not hasattr(type(value), "__float__") and not hasattr(type(value), "__index__"):
@@ -263,7 +251,7 @@ def _double(value: Any) -> float | None:
 def _bad_args(method: str, signature: str, args: tuple[Any, ...], kw: dict[str, Any]) -> TypeError:
     return TypeError(
         f"{method}(): incompatible function arguments. The following argument types are "
-        f"supported:\n    1. {signature}{_invoked(args, kw)}"
+        f"supported:\n    1. {signature}\n{invoked_with(args, kw)}"
     )
 
 
@@ -343,7 +331,7 @@ class Metric:
             )
 
     def __repr__(self) -> str:
-        return _repr(self)
+        return pybind_repr(self, type(self).__name__)
 
     def increment(self, *args: Any, **kwargs: Any) -> None:
         """``increment(value)``: add ``value`` (counters: non-negative only)."""
@@ -410,8 +398,8 @@ class MetricFamily:
             raise TypeError(
                 "__init__(): incompatible constructor arguments. The following argument types "
                 "are supported:\n    1. c_python_backend_utils.MetricFamily(name: str, "
-                "description: str, kind: c_python_backend_utils.MetricKind)"
-                + _invoked((name, description, kind), {})
+                "description: str, kind: c_python_backend_utils.MetricKind)\n"
+                + invoked_with((name, description, kind), {})
             )
         self._runtime = _runtime.current()
         self._name = name
@@ -419,21 +407,21 @@ class MetricFamily:
         self._id = self._runtime.family_create(name, description, kind.value)
 
     def __repr__(self) -> str:
-        return _repr(self)
+        return pybind_repr(self, type(self).__name__)
 
     def Metric(self, *args: Any, **kwargs: Any) -> Metric:
         """``Metric(labels=None, buckets=None)``: a series of this family with ``labels``
         (a dict of strings; histograms need ``buckets``, a list of increasing bounds)."""
-        names = ("labels", "buckets")
-        given = dict(zip(names, args, strict=False))
-        if len(args) > len(names) or any(k not in names or k in given for k in kwargs):
-            signature = (
-                "(self: c_python_backend_utils.MetricFamily, labels: object = None, "
-                "buckets: object = None) -> c_python_backend_utils.Metric"
-            )
-            raise _bad_args("Metric", signature, (self, *args), kwargs)
-        given.update(kwargs)
-        return Metric(self, given.get("labels"), given.get("buckets"))
+        error = (
+            "Metric(): incompatible function arguments. The following argument types are "
+            "supported:\n    1. (self: c_python_backend_utils.MetricFamily, labels: object = "
+            "None, buckets: object = None) -> c_python_backend_utils.Metric\n"
+        )
+        names = ("self", "labels", "buckets")
+        _, labels, buckets = bind_call(
+            (self, *args), kwargs, names, {"labels": None, "buckets": None}, error
+        )
+        return Metric(self, labels, buckets)
 
     def __del__(self) -> None:
         if getattr(self, "_id", None) is not None:
