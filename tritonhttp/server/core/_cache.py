@@ -31,7 +31,7 @@ import numpy as np
 from ..support import _json
 from ._types import InferRequest, InferResponse, OutputTensor
 
-__all__ = ["MIN_SIZE", "CacheStats", "ResponseCache", "entry_size", "parse_cache_size"]
+__all__ = ["MIN_SIZE", "CacheStats", "ResponseCache", "parse_cache_size"]
 
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
@@ -114,16 +114,13 @@ def _data_bytes(array: np.ndarray[Any, Any]) -> int:
 
 
 def _serialised_size(outputs: list[OutputTensor]) -> int:
+    """The bytes of a response with ``outputs`` as the cache serialises it (before its
+    entry is rounded up to ``ALIGNMENT``)."""
     size = ENTRY_OVERHEAD
     for out in outputs:
         size += OUTPUT_OVERHEAD + 8 * len(out.shape) + len(out.name) + len(out.datatype)
         size += _data_bytes(out.array)
     return size
-
-
-def entry_size(outputs: list[OutputTensor]) -> int:
-    """The bytes a response with ``outputs`` takes in the cache."""
-    return -(-_serialised_size(outputs) // ALIGNMENT) * ALIGNMENT
 
 
 def _frozen(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -208,9 +205,10 @@ class ResponseCache:
         but not the room entries can have evicts every entry before it is given up."""
         if key in self._entries or response.error is not None or response.failed:
             return False
-        if _serialised_size(response.outputs) - SIZE_CHECK_SLACK > self.size:
+        serialised = _serialised_size(response.outputs)
+        if serialised - SIZE_CHECK_SLACK > self.size:
             return False  # refused outright
-        size = entry_size(response.outputs)
+        size = -(-serialised // ALIGNMENT) * ALIGNMENT
         outputs = [
             OutputTensor(out.name, out.datatype, list(out.shape), _frozen(out.array))
             for out in response.outputs
