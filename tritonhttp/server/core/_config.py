@@ -15,6 +15,7 @@ from google.protobuf import text_format
 from google.protobuf.message import Message
 
 from ..support import _json
+from ._batch_inputs import batch_problem, unreadable_batch_input
 from ._errors import Code, CoreError
 from ._override import OverrideError, is_map, is_repeated, read_override
 from .model_config_pb2 import (
@@ -321,8 +322,9 @@ def _control_problem(ctl: Any, kind: str, name: str) -> str | None:
 
 
 def io_problem(cfg: ModelConfig) -> str | None:
-    """What Triton refuses in the inputs and outputs (None: nothing): checked while
-    polling when no auto-completion is to come, else on the completed configuration."""
+    """What Triton refuses in the inputs and outputs, batch inputs and outputs included
+    (None: nothing): checked while polling when no auto-completion is to come, else on
+    the completed configuration."""
     name = cfg.name
     for kind, tensors in (("input", cfg.input), ("output", cfg.output)):
         for t in tensors:
@@ -350,7 +352,7 @@ def io_problem(cfg: ModelConfig) -> str | None:
                     )
             if t.is_shape_tensor:
                 return f"shape tensors are only supported for TensorRT platform for {name}"
-    return None
+    return batch_problem(cfg)
 
 
 def _fixed_runs(shape: Iterable[int]) -> list[int]:
@@ -384,6 +386,9 @@ def validate_load(cfg: ModelConfig, completed: bool = True) -> None:
         )
     for group in cfg.instance_group:
         _check_group(group, name, cfg.platform)
+    problem = unreadable_batch_input(cfg)  # (before the model's own code runs)
+    if problem:
+        raise CoreError(problem, Code.INVALID_ARG)
     for t in cfg.input:
         if t.format != ModelInput.FORMAT_NONE and len(t.dims) != 3:
             raise CoreError(f"model input NHWC/NCHW require 3 dims for {name}")
