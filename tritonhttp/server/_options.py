@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from .backends.python._settings import ISOLATIONS
+from .core._rate_limit import MODES as RATE_LIMIT_MODES
+from .core._rate_limit import ResourceFlag
 from .core._settings import CIntError, c_int
 from .core._summary import DEFAULT_QUANTILES
 
@@ -53,7 +55,6 @@ _UNSUPPORTED = {
     "pinned-memory-pool-byte-size": "pinned memory is not used by this server",
     "backend-directory": "backends are built in (only 'python')",
     "repoagent-directory": "repository agents are not supported",
-    "rate-limit": "the rate limiter is not supported",
     "model-namespacing": "model namespacing is not supported",
 }
 
@@ -138,6 +139,10 @@ class ServerOptions:
     http_busy_wait_us: int = 300
     #: what serves HTTP: the bundled ``native`` server or ``uvicorn`` (stock)
     http_server: str = "native"
+    #: ``--rate-limit``: "off" or "execution_count"
+    rate_limit: str = "off"
+    #: ``--rate-limit-resource``: (name, count, device or None), in the order given
+    rate_limit_resources: list[ResourceFlag] = field(default_factory=list)
     #: the gRPC flags given (accepted and ignored: gRPC is not served)
     ignored_grpc_flags: list[str] = field(default_factory=list)
 
@@ -327,6 +332,21 @@ def _settings_flags(a: Callable[..., argparse.Action]) -> None:
         help="deprecated form of --cache-config local,size=N",
     )
     a(
+        "--rate-limit",
+        default="off",
+        metavar="off|execution_count",
+        help="execution_count: instances execute only while they hold the resources "
+        "their rate_limiter names",
+    )
+    a(
+        "--rate-limit-resource",
+        action="append",
+        default=[],
+        metavar="NAME:COUNT[:DEVICE]",
+        help="units of a rate limiter resource (repeatable; once given, a resource not "
+        "named has none)",
+    )
+    a(
         "--disable-auto-complete-config",
         action="store_true",
         help="do not let backends complete model configurations",
@@ -439,6 +459,30 @@ def _quantiles(text: str) -> tuple[list[tuple[float, float]], list[str]]:
     return pairs, problems
 
 
+def _rate_limit(value: str) -> str:
+    """``--rate-limit``, in any case (tritonserver's words for another value)."""
+    mode = value.lower()
+    if mode not in RATE_LIMIT_MODES:
+        raise OptionsError("invalid argument for --rate-limit")
+    return mode
+
+
+def _rate_limit_resource(spec: str) -> ResourceFlag:
+    """``--rate-limit-resource NAME:COUNT[:DEVICE]``, numbers read as tritonserver reads
+    them (an empty name is taken)."""
+    parts = spec.split(":")
+    if len(parts) not in (2, 3):
+        raise OptionsError(
+            "--rate-limit-resource option format is '<resource_name>:<count>:<device>' or "
+            f"'<resource_name>:<count>'. Got {spec}"
+        )
+    try:
+        numbers = [c_int(part, flag=True) for part in parts[1:]]
+    except CIntError as e:
+        raise OptionsError(f"argument --rate-limit-resource: {e}") from None
+    return parts[0], numbers[0], numbers[1] if len(numbers) == 2 else None
+
+
 def _metrics_config(specs: list[str], opts: ServerOptions) -> None:
     """``--metrics-config``, as tritonserver reads it: ``counter_latencies=false`` turns
     the counters off and ``summary_latencies=true`` the summaries on (no later value turns
@@ -503,6 +547,8 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerOptions:
     opts.python_isolation = _python_isolation(ns.python_isolation, opts.backend_config)
     opts.cache_size = _cache_size(ns.cache_config, ns.response_cache_byte_size)
     _metrics_config(ns.metrics_config, opts)
+    opts.rate_limit = _rate_limit(ns.rate_limit)
+    opts.rate_limit_resources = [_rate_limit_resource(spec) for spec in ns.rate_limit_resource]
     if opts.header_forward_pattern is not None:
         try:
             re.compile(opts.header_forward_pattern)

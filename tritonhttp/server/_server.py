@@ -21,6 +21,7 @@ from .core._bridge import CoreBridge
 from .core._cache import MIN_SIZE, ResponseCache
 from .core._core import VERSION, ServerCore
 from .core._metrics import make_registry
+from .core._rate_limit import RateLimiter
 from .core._repository import Repository
 from .core._settings import LogSettings, TraceSettings
 from .front import HttpFrontend, MetricsApp, _reply
@@ -82,6 +83,7 @@ class Server:
             o.strict_readiness,
             o.auto_complete,
             ResponseCache(o.cache_size) if o.cache_size is not None else None,
+            RateLimiter(o.rate_limit, o.rate_limit_resources),
         )
         self.repository.summary_quantiles = o.summary_quantiles
         self.repository.quantile_problems = o.quantile_problems

@@ -13,6 +13,7 @@ from ._backend_api import ModelInstance
 from ._cache import ResponseCache
 from ._config import wire_datatype
 from ._queue import PriorityQueue
+from ._rate_limit import Gate, RateLimiter
 from ._scheduler import BatchingRules, DynamicBatcher, FifoScheduler, Refusal, Scheduler
 from ._sequence import SequenceBatcher
 from ._stats import ModelStats
@@ -77,12 +78,14 @@ class ModelVersion:
         instances: list[ModelInstance],
         cache: ResponseCache | None = None,
         model_dir: Path | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
         """Take the final config and the created instances; the version becomes READY.
 
         ``cache`` is the server's response cache; the version uses it when its config
         enables ``response_cache``. ``model_dir`` holds the ``initial_state`` files of a
-        sequence model's states.
+        sequence model's states. ``rate_limiter`` (on) decides when and where requests
+        execute; CoreError when it cannot give an instance what it needs.
         """
         self.config = config
         self.instances = instances
@@ -90,12 +93,14 @@ class ModelVersion:
         self.output_names = [o.name for o in config.output]
         self.admission = admission_for(self.name, self.version, config)
         which = config.WhichOneof("scheduling_choice")
+        gate = None if rate_limiter is None else Gate(rate_limiter, config, instances)
         self._sequence = None
         scheduler: Scheduler
         if which == "sequence_batching":
             scheduler = self._sequence = SequenceBatcher(
                 config, instances, self._execute, self.stats, model_dir=model_dir
             )
+            gate = None  # (its lanes are not rate limited: only checked at load)
         elif which == "dynamic_batching":
             scheduler = DynamicBatcher(
                 instances,
@@ -103,9 +108,10 @@ class ModelVersion:
                 self.stats,
                 BatchingRules.from_config(config),
                 PriorityQueue(config.dynamic_batching),
+                gate=gate,
             )
         else:
-            scheduler = FifoScheduler(instances, self._execute, self.stats)
+            scheduler = FifoScheduler(instances, self._execute, self.stats, gate=gate)
         self.scheduler = scheduler
         self.cache = cache if cache is not None and config.response_cache.enable else None
         #: every instance may write an answer to the client itself (``InferRequest.reply``);
@@ -117,6 +123,7 @@ class ModelVersion:
             and self._sequence is None
             and not self.decoupled
             and not config.dynamic_batching.preserve_ordering
+            and gate is None  # (the instance must be free before the client has its answer)
             and all(getattr(i, "answers_directly", False) for i in instances)
         )
         #: the dynamic batcher forms batches of requests its instances parse, counting
@@ -150,7 +157,7 @@ class ModelVersion:
         self.config = config
         self.instances = instances
         self.reason = ""
-        return self.scheduler.update_instances(instances)
+        return self.scheduler.update_instances(instances, config)
 
     @property
     def ready(self) -> bool:

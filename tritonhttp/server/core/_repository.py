@@ -34,6 +34,7 @@ from ._config import (
 from ._ensemble import EnsembleVersion, check_steps, step_models, validate_graph
 from ._errors import Code, CoreError
 from ._model import ModelVersion
+from ._rate_limit import RateLimiter
 from ._summary import LatencySummaries
 from ._warmup import warm_up
 from .model_config_pb2 import ModelInstanceGroup
@@ -119,10 +120,13 @@ class Repository:
         strict_readiness: bool = True,
         auto_complete: bool = True,
         response_cache: ResponseCache | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
         self.repositories = [Path(r) for r in repositories]
         #: the server's response cache (``--cache-config``), None without one
         self.response_cache = response_cache
+        #: the server's rate limiter (``--rate-limit``), None: off
+        self.rate_limiter = rate_limiter if rate_limiter and rate_limiter.enabled else None
         self.mode = mode
         self.backends = backends or {}
         self.backend_config = backend_config or {}
@@ -518,7 +522,7 @@ class Repository:
             config_json = config_to_json(cfg)
             await _start_instances(backend, ctx, cfg, config_json.decode("utf-8"), [], instances)
             mv.config_json = config_json
-            mv.activate(cfg, instances, self.response_cache, model_dir)
+            mv.activate(cfg, instances, self.response_cache, model_dir, self.rate_limiter)
             await warm_up(mv, cfg, model_dir)
         except CoreError as e:
             for inst in instances:

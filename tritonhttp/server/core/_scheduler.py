@@ -21,6 +21,11 @@ sent: a worker process says it is free from the callback that reads its answer.
 Requests whose client went away are taken out of the queue (reason ``CANCELED``);
 requests past a ``REJECT`` deadline are answered ``Request timeout expired`` (reason
 ``REJECTED``).
+
+Under the rate limiter (``--rate-limit=execution_count``, :mod:`._rate_limit`) both
+leave the fast paths: requests (payloads) wait queued, counted pending, until the gate
+picks an idle instance whose resources are free, and an instance gives its resources
+back as its execution ends.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..support._eager import resume
 from ._errors import Code, CoreError
 from ._queue import Pending, PriorityQueue
+from ._rate_limit import Gate
 from ._trace import trace_queued
 from ._types import InferRequest, InferResponse
 from .model_config_pb2 import ModelConfig
@@ -98,7 +104,11 @@ class Scheduler:
     """Common plumbing: instances, statistics, cancellation bookkeeping."""
 
     def __init__(
-        self, instances: list[ModelInstance], execute: Executor, stats: ModelStats
+        self,
+        instances: list[ModelInstance],
+        execute: Executor,
+        stats: ModelStats,
+        gate: Gate | None = None,
     ) -> None:
         self.instances = instances
         self._idle: collections.deque[ModelInstance] = collections.deque(instances)
@@ -113,11 +123,22 @@ class Scheduler:
         #: busy instances an instance update left out, each with the future that ends
         #: once it is free
         self._leaving: dict[int, asyncio.Future[None]] = {}
+        #: the rate limiter's view of the instances (None: no rate limiter is on)
+        self._gate = gate
+        if gate is not None:
+            gate.attach(self._wake)
 
     @property
     def pending(self) -> int:
         """Requests accepted but not executing (``nv_inference_pending_request_count``)."""
         return len(self._waiting)
+
+    @property
+    def rate_limited(self) -> bool:
+        """Whether the rate limiter decides when and where requests execute: an instance
+        is then free again before its answer reaches the client (the next request of a
+        client sending one after the other sees it free)."""
+        return self._gate is not None
 
     async def infer(self, req: InferRequest) -> InferResponse:
         raise NotImplementedError
@@ -133,15 +154,22 @@ class Scheduler:
         """Take a queued item out (False when it already left the queue)."""
         raise NotImplementedError
 
+    def _wake(self) -> None:
+        """Resources the instances wait for were released (rate limiter)."""
+
     def close(self) -> None:
         """Stop timers; nothing is queued any more (the version is unloading)."""
         self._closed = True
+        if self._gate is not None:
+            self._gate.close()
         for future in self._leaving.values():
             if not future.done():
                 future.set_result(None)  # (nothing runs any more)
         self._leaving.clear()
 
-    def update_instances(self, instances: list[ModelInstance]) -> list[asyncio.Future[None]]:
+    def update_instances(
+        self, instances: list[ModelInstance], config: ModelConfig | None = None
+    ) -> list[asyncio.Future[None]]:
         """Serve with ``instances`` from now on (Triton's in-place instance update).
 
         Instances new to the list take work at once. Each one left out takes no more
@@ -161,6 +189,8 @@ class Scheduler:
             else:
                 self._leaving[id(inst)] = future
         self.instances = list(instances)
+        if self._gate is not None and config is not None:
+            self._gate.set_instances(instances, config, check=False)
         for inst in instances:
             if id(inst) not in serving:
                 self._join(inst)
@@ -231,9 +261,13 @@ class FifoScheduler(Scheduler):
     """No dynamic batching: each request executes alone, first come first served."""
 
     def __init__(
-        self, instances: list[ModelInstance], execute: Executor, stats: ModelStats
+        self,
+        instances: list[ModelInstance],
+        execute: Executor,
+        stats: ModelStats,
+        gate: Gate | None = None,
     ) -> None:
-        super().__init__(instances, execute, stats)
+        super().__init__(instances, execute, stats, gate)
         self._queue: collections.deque[Pending] = collections.deque()
         #: executions each busy instance has (by ``id``); an instance that ``takes_ahead``
         #: and has one may be sent a second, which it starts when the first ends
@@ -244,7 +278,7 @@ class FifoScheduler(Scheduler):
     async def infer(self, req: InferRequest) -> InferResponse:
         if req.trace is not None:
             trace_queued(req)
-        if not self._queue:
+        if not self._queue and self._gate is None:
             if self._idle:
                 return await self._run_on(self._idle.popleft(), req)
             if self._ahead:
@@ -255,6 +289,8 @@ class FifoScheduler(Scheduler):
         item = Pending(req, fut, _now())
         self._queue.append(item)
         self._waiting[id(req)] = item
+        if self._gate is not None:
+            self._wake()
         try:
             return await fut  # (the answer, or a refusal while queued)
         except BaseException:  # (the waiting task was cancelled)
@@ -266,7 +302,7 @@ class FifoScheduler(Scheduler):
         key = id(inst)
         load = self._load.get(key, 0) + 1
         self._load[key] = load
-        if load == 1 and _can_take_ahead(inst):
+        if load == 1 and self._gate is None and _can_take_ahead(inst):
             self._ahead.append(inst)
         freed = False
 
@@ -310,8 +346,36 @@ class FifoScheduler(Scheduler):
         return True
 
     def _join(self, inst: ModelInstance) -> None:
-        if not self._start_next(inst):
+        if self._gate is not None:
             self._idle.append(inst)
+            self._wake()
+        elif not self._start_next(inst):
+            self._idle.append(inst)
+
+    def _wake(self) -> None:
+        """(rate limiter) Start queued requests on the idle instances the gate picks."""
+        gate = self._gate
+        queue = self._queue
+        while gate is not None and self._idle and not self._closed:
+            while queue and queue[0].future.done():
+                self._waiting.pop(id(queue.popleft().request), None)
+            if not queue:
+                return
+            inst = gate.pick(self._idle)
+            if inst is None:
+                return
+            self._start_next(inst)
+
+    def _release_gated(self, inst: ModelInstance, gate: Gate) -> None:
+        """(rate limiter) ``inst`` ended its execution: its resources go back (waking
+        schedulers that waited for them first), then it takes queued work if the gate
+        picks it."""
+        self._load.pop(id(inst), None)
+        gate.release(inst)
+        if self._leaving and self._let_go(inst):
+            return
+        self._idle.append(inst)
+        self._wake()
 
     def _drop_idle(self, inst: ModelInstance) -> bool:
         with contextlib.suppress(ValueError):
@@ -342,6 +406,9 @@ class FifoScheduler(Scheduler):
     def _release(self, inst: ModelInstance) -> None:
         """One execution of ``inst`` ended: the first queued request still waiting
         starts on it; else it goes idle (or, still busy, may take one ahead again)."""
+        if self._gate is not None:
+            self._release_gated(inst, self._gate)
+            return
         key = id(inst)
         load = self._load.pop(key) - 1
         if self._leaving and key in self._leaving:
@@ -452,8 +519,9 @@ class DynamicBatcher(Scheduler):
         rules: BatchingRules,
         queue: PriorityQueue,
         on_done: Callable[[Pending, InferResponse], None] | None = None,
+        gate: Gate | None = None,
     ) -> None:
-        super().__init__(instances, execute, stats)
+        super().__init__(instances, execute, stats, gate)
         self.rules = rules
         self.queue = queue
         self._max_preferred = max(rules.preferred, default=0)
@@ -482,6 +550,7 @@ class DynamicBatcher(Scheduler):
             raise CoreError(f"{req.log_prefix()}Exceeds maximum queue size", Code.UNAVAILABLE)
         if (
             self._idle
+            and self._gate is None
             and not queue.size
             and not self._payloads
             and (self._curr is None or self._curr.executing or not self._curr.items)
@@ -667,7 +736,11 @@ class DynamicBatcher(Scheduler):
 
     def _dispatch(self) -> None:
         """Idle instances take queued payloads (merging late small ones, as Triton)."""
+        gate = self._gate
         while self._idle and self._payloads:
+            inst = self._idle.popleft() if gate is None else gate.pick(self._idle)
+            if inst is None:
+                return  # (woken once resources are released)
             payload = self._payloads.popleft()
             payload.executing = True
             rules = self.rules
@@ -690,7 +763,6 @@ class DynamicBatcher(Scheduler):
                 waiting.pop(id(item.request), None)
             if rules.preserve_ordering:
                 self._in_order.extend(payload.items)
-            inst = self._idle.popleft()
             self._start_now(self._run(inst, payload))
 
     async def _run(self, inst: ModelInstance, payload: _Payload) -> None:
@@ -774,7 +846,12 @@ class DynamicBatcher(Scheduler):
         return free
 
     def _free(self, inst: ModelInstance) -> None:
+        if self._gate is not None:
+            self._gate.release(inst)  # (schedulers that waited for its resources first)
         self._back_to_idle(inst)
+        self._pump()
+
+    def _wake(self) -> None:
         self._pump()
 
     def _join(self, inst: ModelInstance) -> None:

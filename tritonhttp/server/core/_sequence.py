@@ -310,7 +310,9 @@ class SequenceBatcher(Scheduler):
             else:
                 heapq.heappush(self._free, slot)
 
-    def update_instances(self, instances: list[ModelInstance]) -> list[asyncio.Future[None]]:
+    def update_instances(
+        self, instances: list[ModelInstance], config: ModelConfig | None = None
+    ) -> list[asyncio.Future[None]]:
         """Serve with ``instances`` from now on (Triton's in-place instance update).
 
         A new instance takes sequences at once. One left out takes no new sequence; those
