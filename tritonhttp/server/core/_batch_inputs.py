@@ -37,11 +37,7 @@ def batch_problem(cfg: ModelConfig) -> str | None:
     inputs = {t.name for t in cfg.input}
     for entry in cfg.batch_input:
         if len(entry.source_input) != 1:
-            kind = BatchInput.Kind.Name(entry.kind)
-            return (
-                f"batch input kind '{kind}' expects 1 source input, got "
-                f"{len(entry.source_input)} for {name}"
-            )
+            return _not_one_source("input", BatchInput.Kind.Name(entry.kind), entry, name)
         if entry.data_type not in _BATCH_INPUT_TYPES:
             return f"batch input data type must be TYPE_INT32 or TYPE_FP32 for {name}"
         problem = _unknown_source(entry.source_input, inputs, name)
@@ -50,11 +46,7 @@ def batch_problem(cfg: ModelConfig) -> str | None:
     outputs = {t.name for t in cfg.output}
     for out in cfg.batch_output:
         if len(out.source_input) != 1:
-            kind = BatchOutput.Kind.Name(out.kind)
-            return (
-                f"batch output kind '{kind}' expects 1 source input, got "
-                f"{len(out.source_input)} for {name}"
-            )
+            return _not_one_source("output", BatchOutput.Kind.Name(out.kind), out, name)
         problem = _unknown_source(out.source_input, inputs, name)
         if problem:
             return problem
@@ -69,3 +61,10 @@ def _unknown_source(sources: Iterable[str], inputs: set[str], name: str) -> str 
         if source not in inputs:
             return f"unknown source input name '{source}' for {name}"
     return None
+
+
+def _not_one_source(what: str, kind: str, entry: BatchInput | BatchOutput, name: str) -> str:
+    return (
+        f"batch {what} kind '{kind}' expects 1 source input, got "
+        f"{len(entry.source_input)} for {name}"
+    )
