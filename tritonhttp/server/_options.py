@@ -55,7 +55,6 @@ _UNSUPPORTED = {
     "pinned-memory-pool-byte-size": "pinned memory is not used by this server",
     "backend-directory": "backends are built in (only 'python')",
     "repoagent-directory": "repository agents are not supported",
-    "model-namespacing": "model namespacing is not supported",
 }
 
 
@@ -117,6 +116,8 @@ class ServerOptions:
     load_models: list[str] = field(default_factory=list)
     repository_poll_secs: float = 15.0
     strict_readiness: bool = True
+    #: ``--model-namespacing``: each repository is a namespace of its own
+    model_namespacing: bool = False
     exit_on_error: bool = True
     exit_timeout_secs: float = 30.0
     server_id: str = "triton"
@@ -266,6 +267,12 @@ def _serving_flags(a: Callable[..., argparse.Action]) -> None:
         help="poll mode: seconds between repository polls",
     )
     a("--strict-readiness", type=_bool, default=True, help="ready only when every model is")
+    a(
+        "--model-namespacing",
+        type=_bool,
+        default=False,
+        help="each repository a namespace: same-named models of several repositories load",
+    )
     a("--exit-on-error", type=_bool, default=True, help="exit when a model fails to load at start")
     a(
         "--exit-timeout-secs",
@@ -629,6 +636,7 @@ def _plain_options(ns: argparse.Namespace) -> ServerOptions:
         load_models=ns.load_model,
         repository_poll_secs=ns.repository_poll_secs,
         strict_readiness=ns.strict_readiness,
+        model_namespacing=ns.model_namespacing,
         exit_on_error=ns.exit_on_error,
         exit_timeout_secs=ns.exit_timeout_secs,
         server_id=ns.server_id,

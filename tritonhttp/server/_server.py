@@ -85,6 +85,7 @@ class Server:
             ResponseCache(o.cache_size) if o.cache_size is not None else None,
             RateLimiter(o.rate_limit, o.rate_limit_resources),
         )
+        self.repository.namespacing = o.model_namespacing
         self.repository.summary_quantiles = o.summary_quantiles
         self.repository.quantile_problems = o.quantile_problems
         self.core = ServerCore(

@@ -31,6 +31,7 @@ from .model_config_pb2 import DataType, ModelConfig
 
 __all__ = [
     "EnsembleVersion",
+    "Lookup",
     "Step",
     "check_steps",
     "step_models",

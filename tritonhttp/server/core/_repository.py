@@ -31,7 +31,7 @@ from ._config import (
     version_policy_versions,
     wire_datatype,
 )
-from ._ensemble import EnsembleVersion, check_steps, step_models, validate_graph
+from ._ensemble import EnsembleVersion, Lookup, check_steps, step_models, validate_graph
 from ._errors import Code, CoreError
 from ._model import ModelVersion
 from ._rate_limit import RateLimiter
@@ -74,6 +74,11 @@ class ModelEntry:
     #: the versions a load in progress brings up where none of them serves: listed as
     #: LOADING meanwhile (a version that serves stays READY while its reload runs)
     loading: set[int] = field(default_factory=set)
+    #: with namespacing: the repository of the model's folder (its namespace, where an
+    #: ensemble's steps are looked up first)
+    namespace: Path | None = None
+    #: the model as log lines name it (``<repository>::<name>`` with namespacing)
+    label: str = ""
 
     def ready_versions(self) -> list[ModelVersion]:
         return [v for _, v in sorted(self.versions.items()) if v.ready]
@@ -132,6 +137,11 @@ class Repository:
         self.backend_config = backend_config or {}
         self.strict_readiness = strict_readiness
         self.auto_complete = auto_complete
+        #: ``--model-namespacing``: each repository is a namespace, so that a model name
+        #: in several repositories loads from each (keyed ``<repository>::<name>``)
+        self.namespacing = False
+        #: every model by key: its name, or ``<repository>::<name>`` for a name that
+        #: several repositories hold (namespacing only)
         self.models: dict[str, ModelEntry] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.live = True
@@ -144,26 +154,69 @@ class Repository:
 
     # ------------------------------------------------------------------ discovery
 
-    def scan(self) -> dict[str, list[Path]]:
-        """Model name -> the directories holding it (more than one is an error)."""
-        found: dict[str, list[Path]] = {}
+    def folders(self) -> list[tuple[str, Path]]:
+        """(model name, folder) of every model folder, repository by repository."""
+        out: list[tuple[str, Path]] = []
         for repo in self.repositories:
             try:
                 entries = sorted(os.scandir(repo), key=lambda e: e.name)
             except OSError:
                 continue
-            for e in entries:
-                if e.is_dir() and not e.name.startswith("."):
-                    found.setdefault(e.name, []).append(Path(e.path))
+            out += [(e.name, Path(e.path)) for e in entries if _model_folder(e)]
+        return out
+
+    def scan(self) -> dict[str, list[Path]]:
+        """Model key -> the directories holding it (more than one is an error).
+
+        With namespacing a name that several repositories hold has one key for each,
+        ``<repository>::<name>``."""
+        found: dict[str, list[Path]] = {}
+        for name, path in self.folders():
+            found.setdefault(name, []).append(path)
+        if self.namespacing:
+            for name in [n for n, dirs in found.items() if len(dirs) > 1]:
+                for path in found.pop(name):
+                    found[f"{path.parent}{_SEP}{name}"] = [path]
         return found
+
+    def model_name(self, key: str) -> str:
+        """The name of the model of ``key`` (see :meth:`scan`)."""
+        return key.rpartition(_SEP)[2] if self.namespacing else key
+
+    def _keys_of(self, name: str, keys: Iterable[str]) -> list[str]:
+        """The namespaced ones among ``keys`` of model ``name``."""
+        if not self.namespacing or _SEP in name:
+            return []
+        return [k for k in keys if _SEP in k and k.rpartition(_SEP)[2] == name]
+
+    def resolve(self, name: str) -> str:
+        """The key of the model a request names: with namespacing, a name that several
+        repositories serve is ambiguous (Triton's error)."""
+        if name in self.models or not self.namespacing:
+            return name
+        keys = [
+            k
+            for k in self._keys_of(name, self.models)
+            if self.models[k].versions or self.models[k].attempted
+        ]
+        if len(keys) > 1:
+            raise CoreError(
+                f"There are {len(keys)} identifiers of model '{name}' in global map, model "
+                "namespace must be provided to resolve ambiguity."
+            )
+        return keys[0] if keys else name
 
     # ------------------------------------------------------------------ lookup
 
     def get(self, name: str, version: str = "") -> ModelVersion:
         """The version to serve (highest ready when ``version`` is empty); §5 errors."""
-        entry = self.models.get(name)
+        entry = self.models.get(self.resolve(name))
         if entry is None or not (entry.versions or entry.attempted):
-            raise CoreError(f"Request for unknown model: '{name}' is not found", Code.NOT_FOUND)
+            # (Triton's namespaced lookup answers 400)
+            code = Code.INVALID_ARG if self.namespacing else Code.NOT_FOUND
+            raise CoreError(f"Request for unknown model: '{name}' is not found", code)
+        # (with namespacing Triton names the model with its repository)
+        name = entry.label or name
         if version:
             v = parse_version(version)
             mv = entry.versions.get(v)
@@ -210,12 +263,13 @@ class Repository:
         # a model loaded from files sent with the load request is not in the index.
         found = self.scan()
         out: list[dict[str, str]] = []
-        for name in sorted(found):
-            if len(found[name]) > 1:
+        for key in self._index_order(found):
+            name = self.model_name(key)
+            if len(found[key]) > 1:
                 # (Triton lists it so whether or not only ready models are asked for)
                 out.append({"name": name, "state": "UNAVAILABLE", "reason": _TWO_FOLDERS})
                 continue
-            entry = self.models.get(name)
+            entry = self.models.get(key)
             states = entry.states() if entry is not None else []
             if entry is None or not states:
                 if not ready_only and (entry is None or not entry.attempted):
@@ -230,6 +284,14 @@ class Repository:
                 out.append(item)
         return out
 
+    def _index_order(self, found: dict[str, list[Path]]) -> list[str]:
+        """The keys of ``found`` as the index lists them: by name, or with namespacing
+        repository by repository (each by name)."""
+        if not self.namespacing:
+            return sorted(found)
+        keys = [n if n in found else f"{p.parent}{_SEP}{n}" for n, p in self.folders()]
+        return list(dict.fromkeys(keys))
+
     def loaded_versions(self) -> list[ModelVersion]:
         return [
             mv
@@ -240,7 +302,7 @@ class Repository:
 
     def metadata_json(self, name: str, version: str = "") -> bytes:
         mv = self.get(name, version)
-        entry = self.models[name]
+        entry = self.models[self.resolve(name)]
         versions = (
             [str(mv.version)] if version else [str(v.version) for v in entry.ready_versions()]
         )
@@ -280,7 +342,7 @@ class Repository:
         if self.mode != "explicit" or (names and "*" in names):
             wanted = sorted(found)
         else:
-            wanted = sorted(set(names or []))
+            wanted = sorted({k for n in names or [] for k in self._keys_of(n, found) or [n]})
         # ensembles after the models their steps use (ensembles of ensembles later still)
         results: list[Any] = []
         ordered: list[str] = []
@@ -307,7 +369,14 @@ class Repository:
     async def load(
         self, name: str, config: str | None = None, files: dict[str, str] | None = None
     ) -> None:
-        """The load API: raises CoreError with the texts Triton answers."""
+        """The load API: raises CoreError with the texts Triton answers.
+
+        With namespacing, a name that several repositories hold loads from each."""
+        keys = self._keys_of(name, self.scan()) if not files else []
+        if keys:
+            for key in keys:
+                await self.load(key, config)
+            return
         poll_error = CoreError(
             f"failed to load '{name}', failed to poll from model repository", Code.INTERNAL
         )
@@ -356,7 +425,11 @@ class Repository:
         override: ModelConfig | None,
         temp_dir: Path | None = None,
     ) -> None:
-        entry = self.models.setdefault(name, ModelEntry(name))
+        key, name = name, self.model_name(name)
+        entry = self.models.setdefault(key, ModelEntry(key))
+        if self.namespacing and model_dir.parent in self.repositories:
+            entry.namespace = model_dir.parent
+            entry.label = f"{model_dir.parent}{_SEP}{name}"
         async with entry.lock:
             # (taken before the model runs: a model that writes into its directory, as
             # Python does its __pycache__, counts as changed at the next load, as in Triton)
@@ -382,7 +455,7 @@ class Repository:
                     raise PollError(problem)
             versions = version_policy_versions(cfg, available)
             if cfg.platform == "ensemble":
-                await self._ensemble_steps(name, cfg)
+                await self._ensemble_steps(key, cfg)
             entry.attempted = True
             if not versions:
                 # the server stays ready when the model has versions, serving or unloaded
@@ -397,7 +470,7 @@ class Repository:
             fresh = await self._load_versions(
                 entry, [v for v in versions if v not in kept], model_dir, cfg
             )
-            _log_outcome(name, fresh)
+            _log_outcome(entry.label or name, fresh)
             loaded = sorted([*kept.values(), *fresh], key=lambda mv: mv.version)
             failures = [mv for mv in loaded if not mv.ready]
             if not failures:  # (a failed load leaves the configuration that serves)
@@ -435,14 +508,14 @@ class Repository:
             if failures:
                 raise _load_failed(name, failures, "UNAVAILABLE")
             if cfg.platform != "ensemble":
-                self._recheck_ensembles(name)
+                self._recheck_ensembles(key)
 
     async def _load_versions(
         self, entry: ModelEntry, versions: list[int], model_dir: Path, cfg: ModelConfig
     ) -> list[ModelVersion]:
         """Load ``versions`` afresh, together; they are listed LOADING meanwhile."""
         for v in versions:
-            log.info("loading: %s:%d", entry.name, v)
+            log.info("loading: %s:%d", entry.label or entry.name, v)
         entry.loading = set(versions)
         try:
             return list(
@@ -484,8 +557,9 @@ class Repository:
         return serving
 
     async def _load_version(
-        self, name: str, version: int, model_dir: Path, base: ModelConfig
+        self, key: str, version: int, model_dir: Path, base: ModelConfig
     ) -> ModelVersion:
+        name = self.model_name(key)
         mv = ModelVersion(name, version)
         self._with_summaries(mv)
         cfg = ModelConfig()
@@ -494,7 +568,7 @@ class Repository:
         instances: list[ModelInstance] = []
         try:
             if cfg.platform == "ensemble":
-                return self._ensemble_version(name, version, cfg)
+                return self._ensemble_version(key, version, cfg)
             backend = self.backends.get(cfg.backend)
             if backend is None:  # (Triton looks for the backend before checking the rest)
                 raise CoreError(
@@ -588,6 +662,26 @@ class Repository:
         except CoreError:
             return None
 
+    def step_key(self, ensemble: str, step: str, found: Iterable[str] = ()) -> str:
+        """The key of the model ``step`` of ensemble ``ensemble`` (a key): with namespacing
+        the model of that name in the ensemble's own repository, when there is one (among
+        the models known and the keys ``found``), else the one model of that name."""
+        entry = self.models.get(ensemble)
+        if entry is None or entry.namespace is None:
+            return step
+        own = f"{entry.namespace}{_SEP}{step}"
+        return own if own in self.models or own in found else step
+
+    def step_lookup(self, ensemble: str) -> Lookup:
+        """``step_model`` for the steps of ensemble ``ensemble`` (a key)."""
+        if not self.namespacing:
+            return self.step_model
+
+        def lookup(step: str, version: int) -> ModelVersion | None:
+            return self.step_model(self.step_key(ensemble, step), version)
+
+        return lookup
+
     async def _ensemble_steps(self, name: str, cfg: ModelConfig) -> None:
         """Load the step models an ensemble needs that are not loaded yet (as Triton does
         in explicit mode, and for an ensemble whose steps sort after it), then check the
@@ -602,7 +696,8 @@ class Repository:
                 Code.INVALID_ARG,
             )
         failed: dict[str, str] = {}
-        for step in step_models(cfg):
+        for step_name in step_models(cfg):
+            step = self.step_key(name, step_name, found)
             entry = self.models.get(step)
             if step == name:
                 continue
@@ -616,12 +711,14 @@ class Repository:
                 continue  # (loaded from files sent with its load request: kept as it is)
             if self.mode == "explicit" or entry is None or not entry.attempted:
                 try:
-                    await self.load(step)
+                    # (in explicit mode, as Triton, a name several repositories hold
+                    # loads from each)
+                    await self.load(step_name if self.mode == "explicit" else step)
                 except CoreError as e:
                     if step in found:  # (a step with no folder: reported as not available)
-                        failed[step] = e.message
+                        failed[step_name] = e.message
         try:
-            check_steps(cfg, self.step_model, failed)
+            check_steps(cfg, self.step_lookup(name), failed)
         except CoreError as e:
             # as in Triton, the versions serving before go, and the ensembles using them
             self._drop_dependents(name)
@@ -637,13 +734,20 @@ class Repository:
         if self.summary_quantiles is not None:
             mv.stats.summaries = LatencySummaries(self.summary_quantiles)
 
-    def _ensemble_version(self, name: str, version: int, cfg: ModelConfig) -> ModelVersion:
+    def _ensemble_version(self, key: str, version: int, cfg: ModelConfig) -> ModelVersion:
         """A ready ensemble version (decoupled when one of its steps is)."""
-        mv = EnsembleVersion(name, version, self.step_model)
+        lookup = self.step_lookup(key)
+        mv = EnsembleVersion(self.model_name(key), version, lookup)
+        if self.namespacing:
+            # (as Triton: each step names the namespace its model was found in, whatever
+            # the file said)
+            for step in cfg.ensemble_scheduling.step:
+                found = self.models.get(self.step_key(key, step.model_name))
+                if found is not None and found.namespace is not None:
+                    step.model_namespace = str(found.namespace)
         self._with_summaries(mv)
         decoupled = cfg.model_transaction_policy.decoupled or any(
-            m is not None and m.decoupled
-            for m in (self.step_model(s, -1) for s in step_models(cfg))
+            m is not None and m.decoupled for m in (lookup(s, -1) for s in step_models(cfg))
         )
         cfg.model_transaction_policy.decoupled = decoupled
         mv.config_json = config_to_json(cfg)
@@ -656,7 +760,9 @@ class Repository:
             (other, mv)
             for other, entry in list(self.models.items())
             for mv in list(entry.versions.values())
-            if mv.ready and isinstance(mv, EnsembleVersion) and step in mv.step_names
+            if mv.ready
+            and isinstance(mv, EnsembleVersion)
+            and step in {self.step_key(other, s) for s in mv.step_names}
         ]
 
     def _orphan(self, name: str, mv: EnsembleVersion) -> None:
@@ -678,7 +784,7 @@ class Repository:
         for other, mv in self._ensembles_using(step):
             assert mv.config is not None
             try:
-                check_steps(mv.config, self.step_model)
+                check_steps(mv.config, self.step_lookup(other))
             except CoreError as e:
                 log.error("ensemble '%s' no longer fits '%s': %s", other, step, e.message)
                 self._orphan(other, mv)
@@ -689,19 +795,21 @@ class Repository:
             entry = self.models.get(name)
             if entry is None or entry.lock.locked() or entry.base_config is None:
                 continue
-            if self._steps_fit(entry.base_config):
+            if self._steps_fit(name, entry.base_config):
                 self._orphans.discard(name)
                 try:
                     await self.load(name)
                 except CoreError as e:
                     log.error("failed to load '%s': %s", name, e.message)
 
-    def _steps_fit(self, cfg: ModelConfig) -> bool:
-        """Whether every step model of the ensemble ``cfg`` serves, as the ensemble needs."""
-        if any(self.step_model(m, -1) is None for m in step_models(cfg)):
+    def _steps_fit(self, name: str, cfg: ModelConfig) -> bool:
+        """Whether every step model of ensemble ``name`` (its ``cfg``) serves, as the
+        ensemble needs."""
+        lookup = self.step_lookup(name)
+        if any(lookup(m, -1) is None for m in step_models(cfg)):
             return False
         try:
-            check_steps(cfg, self.step_model)
+            check_steps(cfg, lookup)
         except CoreError:
             return False
         return True
@@ -737,6 +845,8 @@ class Repository:
         what it brought up unloads."""
         entry = self.models.get(name)
         if entry is None:
+            for key in self._keys_of(name, list(self.models)):
+                await self.unload(key, unload_dependents, after_load)
             return
         if after_load and entry.lock.locked():
             async with entry.lock:
@@ -794,6 +904,15 @@ class Repository:
                 await self.poll_once()
             except Exception:  # keep polling whatever one round did
                 log.exception("repository poll failed")
+
+
+#: between a repository and a model name in a namespaced model's key
+_SEP = "::"
+
+
+def _model_folder(e: os.DirEntry[str]) -> bool:
+    """Whether a repository's entry is a model folder."""
+    return e.is_dir() and not e.name.startswith(".")
 
 
 #: why a model name found in several repositories cannot load
@@ -953,6 +1072,14 @@ def _closes_circle(name: str, cfg: ModelConfig, found: dict[str, list[Path]]) ->
     return None
 
 
+def _found_step(ensemble: str, step: str, found: dict[str, list[Path]]) -> str:
+    """The key in ``found`` of the model ``step`` of ``ensemble``: with namespacing, the
+    one in the ensemble's repository when the name is in several."""
+    dirs = found.get(ensemble, [])
+    own = f"{dirs[0].parent}{_SEP}{step}" if dirs else ""
+    return own if own in found else step
+
+
 def _load_order(names: list[str], found: dict[str, list[Path]]) -> list[list[str]]:
     """``names`` in groups to load one after the other: the models that are not
     ensembles, then the ensembles whose steps are all in earlier groups, and so on
@@ -961,7 +1088,7 @@ def _load_order(names: list[str], found: dict[str, list[Path]]) -> list[list[str
     for name in names:
         used = _ensemble_steps_in(name, found)
         if used is not None:
-            steps[name] = set(used)
+            steps[name] = {_found_step(name, step, found) for step in used}
     levels = [[n for n in names if n not in steps]]
     left = [n for n in names if n in steps]
     while left:
