@@ -3,9 +3,10 @@ groups' ``rate_limiter``), compared with real Triton 2.51 (repository
 ``tests/repos/hunt_rate_limit``).
 
 Under ``execution_count`` an instance executes only while it holds the resources its
-group names: ``rl_a``, ``rl_b`` and ``rl_batch`` need the one unit of the global ``R``,
-the two instances of ``rl_dev`` the one unit of ``D`` on their device. Executions are
-held with gate files, so that what may not start is seen not to start.
+group names: ``rl_a``, ``rl_b``, ``rl_batch``, the ``rl_p*`` models (priority 1 or 4) and
+the sequence models ``rl_seq_direct`` and ``rl_seq_oldest`` need the one unit of the
+global ``R``, the two instances of ``rl_dev`` the one unit of ``D`` on their device.
+Executions are held with gate files, so that what may not start is seen not to start.
 """
 
 from __future__ import annotations
@@ -129,6 +130,128 @@ def test_released_resources_go_to_the_model_that_waited(limited: dict[str, Probe
     triton, ours = _both(limited, scenario)
     assert triton[0] == (True, False)
     assert ours == triton
+
+
+def _held_sequence(p: Probe, model: str, rid: str, **params: Any) -> tuple[Any, Path, Path]:
+    gate, mark, hold = p.gate()
+    batch = None if model == "rl_seq_direct" else 1
+    return p.send(model, rid, batch=batch, params={**gate, **params}), mark, hold
+
+
+@pytest.mark.parametrize("model", ["rl_seq_direct", "rl_seq_oldest"])
+def test_sequence_models_wait_for_resources(limited: dict[str, Probe], model: str) -> None:
+    """A sequence-batching model (``direct`` and ``oldest``) is rate limited like the
+    others: its request waits, pending, while ``rl_a`` holds ``R``, and holds ``R`` while
+    it executes (``rl_b`` waits meanwhile)."""
+
+    def scenario(p: Probe) -> Any:
+        call_a, mark_a, hold_a = _held(p, "rl_a", "a")
+        wait_for(mark_a.exists, f"{p.name}: a never started")
+        call_s, mark_s, hold_s = _held_sequence(p, model, "s1", sequence_id=7, sequence_start=True)
+        wait_for(lambda: mark_s.exists() or p.pending(model) == 1, f"{p.name}: s1 not pending")
+        time.sleep(WATCH)
+        waited = (mark_s.exists(), p.pending(model))
+        hold_a.touch()
+        wait_for(mark_s.exists, f"{p.name}: s1 never started")
+        call_b, mark_b, hold_b = _held(p, "rl_b", "b")
+        wait_for(lambda: mark_b.exists() or p.pending("rl_b") == 1, f"{p.name}: b not pending")
+        time.sleep(WATCH)
+        held = (mark_b.exists(), p.pending("rl_b"))
+        hold_s.touch()
+        wait_for(mark_b.exists, f"{p.name}: b never started")
+        hold_b.touch()
+        statuses = [c.result().status for c in (call_a, call_s, call_b)]
+        batch = None if model == "rl_seq_direct" else 1
+        end = p.post(model, "s2", batch=batch, params={"sequence_id": 7, "sequence_end": True})
+        return waited, held, statuses, end.status, counts(p.stats(model)), metric_counts(p, model)
+
+    triton, ours = _both(limited, scenario)
+    assert triton[:4] == ((False, 1.0), (False, 1.0), [200, 200, 200], 200)
+    assert ours == triton
+
+
+def _contest(p: Probe, waiters: list[str]) -> list[str]:
+    """``rl_a`` holds ``R`` while a request to each of ``waiters`` queues (in that
+    order); the order in which they then execute (each held until the next is seen
+    not to start)."""
+    call_a, mark_a, hold_a = _held(p, "rl_a", "a")
+    wait_for(mark_a.exists, f"{p.name}: a never started")
+    calls = {}
+    for model in waiters:
+        calls[model] = _held(p, model, model)
+        p.wait_pending(model, 1)
+    hold_a.touch()
+    order = []
+    while calls:
+        wait_for(lambda: any(m.exists() for _, m, _ in calls.values()), f"{p.name}: none ran")
+        time.sleep(WATCH)
+        started = [model for model, (_, mark, _) in calls.items() if mark.exists()]
+        assert len(started) == 1, started
+        order.append(started[0])
+        call, _, hold = calls.pop(started[0])
+        hold.touch()
+        assert call.result().status == 200
+    assert call_a.result().status == 200
+    return order
+
+
+def _holder_or_waiter(p: Probe, holder: str, waiter: str) -> str:
+    """``holder`` executes one request holding ``R`` while ``waiter`` and then a second
+    ``holder`` request queue: which of them executes when the first ends."""
+    call_1, mark_1, hold_1 = _held(p, holder, "h1")
+    wait_for(mark_1.exists, f"{p.name}: h1 never started")
+    call_w, mark_w, hold_w = _held(p, waiter, "w")
+    p.wait_pending(waiter, 1)
+    call_2, mark_2, hold_2 = _held(p, holder, "h2")
+    p.wait_pending(holder, 1)
+    hold_1.touch()
+    wait_for(lambda: mark_w.exists() or mark_2.exists(), f"{p.name}: neither ran")
+    time.sleep(WATCH)
+    first = {(True, False): "waiter", (False, True): "holder"}.get(
+        (mark_w.exists(), mark_2.exists()), "both"
+    )
+    hold_2.touch()
+    hold_w.touch()
+    assert [c.result().status for c in (call_1, call_w, call_2)] == [200, 200, 200]
+    return first
+
+
+def test_released_resources_go_by_priority_across_models(limited: dict[str, Probe]) -> None:
+    """Instances of several models waiting for ``R`` execute by score (priority times
+    executions plus two), not in the order they began to wait; equal scores leave a
+    binary heap in its order (the first to wait goes first only among two), and an
+    instance that ends with work queued competes for the resource it gives back."""
+
+    def scenario(p: Probe) -> Any:
+        # (scores 8, 8, 2, 2)
+        first = _contest(p, ["rl_p4b", "rl_p4", "rl_p1b", "rl_p1"])
+        # (scores 12, 12, 3: each executed once)
+        second = _contest(p, ["rl_p4", "rl_p4b", "rl_p1"])
+        # (rl_p1 after h1: 5; rl_p4: 16)
+        third = _holder_or_waiter(p, "rl_p1", "rl_p4")
+        return first, second, third
+
+    triton, ours = _both(limited, scenario)
+    assert triton == (
+        ["rl_p1b", "rl_p1", "rl_p4", "rl_p4b"],
+        ["rl_p1", "rl_p4b", "rl_p4"],
+        "holder",
+    )
+    assert ours == triton
+
+
+def test_in_process_isolation_serializes_the_same(
+    limited: dict[str, Probe], bundled_server_factory: Any, model_repo: Any, sched_scratch: Path
+) -> None:
+    """With ``--python-isolation=in-process`` our server keeps two executions needing
+    the one unit of ``R`` apart, as Triton does."""
+    server = bundled_server_factory(
+        model_repo("hunt_rate_limit"), *LIMITED, "--python-isolation=in-process"
+    )
+    inline = Probe(server, sched_scratch, "ours-inline")
+    triton = _overlap(limited["triton"], "rl_a", "rl_b", True)
+    assert triton == (False, 1.0, [200, 200])
+    assert _overlap(inline, "rl_a", "rl_b", True) == triton
 
 
 def _sequence(p: Probe, model: str, n: int) -> list[str]:

@@ -98,9 +98,8 @@ class ModelVersion:
         scheduler: Scheduler
         if which == "sequence_batching":
             scheduler = self._sequence = SequenceBatcher(
-                config, instances, self._execute, self.stats, model_dir=model_dir
+                config, instances, self._execute, self.stats, model_dir=model_dir, gate=gate
             )
-            gate = None  # (its lanes are not rate limited: only checked at load)
         elif which == "dynamic_batching":
             scheduler = DynamicBatcher(
                 instances,

@@ -367,15 +367,13 @@ class FifoScheduler(Scheduler):
             self._start_next(inst)
 
     def _release_gated(self, inst: ModelInstance, gate: Gate) -> None:
-        """(rate limiter) ``inst`` ended its execution: its resources go back (waking
-        schedulers that waited for them first), then it takes queued work if the gate
-        picks it."""
+        """(rate limiter) ``inst`` ended its execution: it is idle again (or leaves
+        service), and its resources go back to the waiting schedulers, this one among
+        them when it has queued work (:meth:`Gate.release`)."""
         self._load.pop(id(inst), None)
+        if not (self._leaving and self._let_go(inst)):
+            self._idle.append(inst)
         gate.release(inst)
-        if self._leaving and self._let_go(inst):
-            return
-        self._idle.append(inst)
-        self._wake()
 
     def _drop_idle(self, inst: ModelInstance) -> bool:
         with contextlib.suppress(ValueError):
@@ -846,10 +844,11 @@ class DynamicBatcher(Scheduler):
         return free
 
     def _free(self, inst: ModelInstance) -> None:
-        if self._gate is not None:
-            self._gate.release(inst)  # (schedulers that waited for its resources first)
         self._back_to_idle(inst)
-        self._pump()
+        if self._gate is not None:
+            self._gate.release(inst)  # (wakes this batcher, then grants what is free)
+        else:
+            self._pump()
 
     def _wake(self) -> None:
         self._pump()

@@ -19,6 +19,9 @@ and receive the configured control inputs (START, END, READY, CORRID).
 * ``iterative_sequence``: a model may release a request with RESCHEDULE; it runs again
   at the head of its sequence (flags cleared). Requests without a correlation id get
   one of their own (1, 2, ...), and a sequence ends when its request completes.
+
+Under the rate limiter each lane (instance) executes only once it is granted its
+resources (:mod:`._rate_limit`); its requests wait meanwhile, counted pending.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from ._admission import triton_map_order
 from ._config import wire_datatype
 from ._errors import Code, CoreError
 from ._queue import Pending, PriorityQueue
+from ._rate_limit import Gate
 from ._scheduler import (
     BatchingRules,
     DynamicBatcher,
@@ -230,12 +234,15 @@ class _Slot:
 class _Lane:
     """One instance with its slots (and, for ``oldest``, its dynamic batcher)."""
 
-    __slots__ = ("batcher", "busy", "instance", "leaving", "slots", "timer")
+    __slots__ = ("batcher", "busy", "gate", "idle", "instance", "leaving", "slots", "timer")
 
-    def __init__(self, instance: ModelInstance, slots: list[_Slot]) -> None:
+    def __init__(self, instance: ModelInstance, slots: list[_Slot], gate: Gate | None) -> None:
         self.instance = instance
         self.slots = slots
         self.busy = False
+        #: (rate limiter) the instance's gate, and the instance while it is idle
+        self.gate = gate
+        self.idle: collections.deque[ModelInstance] = collections.deque([instance])
         #: (``direct``) runs the lane once a batch below the minimum utilisation is due
         self.timer: asyncio.TimerHandle | None = None
         self.batcher: DynamicBatcher | None = None
@@ -254,8 +261,11 @@ class SequenceBatcher(Scheduler):
         execute: Executor,
         stats: ModelStats,
         model_dir: Path | None = None,
+        gate: Gate | None = None,
     ) -> None:
         super().__init__(instances, execute, stats)
+        #: (rate limiter) the model's gate: each lane executes through a gate of its own
+        self._model_gate = gate
         sb = config.sequence_batching
         self.model_name = config.name
         self.iterative = sb.iterative_sequence
@@ -295,11 +305,20 @@ class SequenceBatcher(Scheduler):
     def _add_lane(self, inst: ModelInstance) -> None:
         """An instance joins with its slots (waiting sequences take them at once)."""
         i = len(self._lanes)
-        lane = _Lane(inst, [_Slot(i, j) for j in range(self._per_instance)])
+        gate = None if self._model_gate is None else self._model_gate.lane(inst)
+        lane = _Lane(inst, [_Slot(i, j) for j in range(self._per_instance)], gate)
         if self.oldest:
             lane.batcher = DynamicBatcher(
-                [inst], self._execute, self._stats, self._rules, PriorityQueue(None), self._done
+                [inst],
+                self._execute,
+                self._stats,
+                self._rules,
+                PriorityQueue(None),
+                self._done,
+                gate=gate,
             )
+        elif gate is not None:
+            gate.attach(lambda: self._run_direct(lane))
         self._lanes.append(lane)
         for slot in lane.slots:
             if self._backlog:
@@ -332,6 +351,8 @@ class SequenceBatcher(Scheduler):
             self._free = [s for s in self._free if self._lanes[s.instance].leaving is None]
             heapq.heapify(self._free)
         self.instances = list(instances)
+        if self._model_gate is not None and config is not None:
+            self._model_gate.set_instances(instances, config, check=False)
         for inst in instances:
             if id(inst) not in serving:
                 self._add_lane(inst)
@@ -350,6 +371,8 @@ class SequenceBatcher(Scheduler):
             return  # (its last requests are queued or running: checked again after them)
         future.set_result(None)
         self._lanes_leaving -= 1
+        if lane.gate is not None:
+            lane.gate.close()
 
     def _check_all_left(self) -> None:
         for lane in self._lanes:
@@ -570,6 +593,11 @@ class SequenceBatcher(Scheduler):
         if lane.timer is not None:
             lane.timer.cancel()
             lane.timer = None
+        if lane.gate is not None:
+            if not any(s.sequence is not None and s.sequence.queue for s in lane.slots):
+                return
+            if lane.gate.pick(lane.idle) is None:
+                return  # (run again once the lane is granted its resources)
         picked: list[tuple[int, _Item]] = []
         for slot in lane.slots:
             seq = slot.sequence
@@ -613,7 +641,11 @@ class SequenceBatcher(Scheduler):
                 raise
         finally:
             lane.busy = False
-            self._run_direct(lane)
+            if lane.gate is not None:
+                lane.idle.append(lane.instance)
+                lane.gate.release(lane.instance)  # (runs the lane, then grants what is free)
+            else:
+                self._run_direct(lane)
             if lane.leaving is not None:
                 self._check_left(lane)
 
@@ -707,5 +739,7 @@ class SequenceBatcher(Scheduler):
                 lane.timer = None
             if lane.batcher is not None:
                 lane.batcher.close()
+            if lane.gate is not None:
+                lane.gate.close()
             if lane.leaving is not None and not lane.leaving.done():
                 lane.leaving.set_result(None)  # (nothing runs any more)
