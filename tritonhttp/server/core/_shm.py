@@ -52,6 +52,10 @@ class SystemRegion:
     view: memoryview
     _map: mmap.mmap
     users: int = 0
+    #: the object's (st_dev, st_ino) when it was registered
+    identity: tuple[int, int] = (0, 0)
+    #: where the mapping starts in this process
+    address: int = 0
 
     kind = "system"
 
@@ -94,6 +98,24 @@ class SystemRegion:
         if _address(target) == _address(source):
             return  # an output that is a view of its own destination (identity in place)
         target[:] = source
+
+    def open_object(self) -> int | None:
+        """A new descriptor of the object this region maps, opened by its key as at
+        registration; None when the key names another object now (the client destroyed
+        and re-created it) or one too small to hold the region."""
+        try:
+            fd = _open_key(self.key)
+        except (OSError, ValueError):
+            return None
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            return None
+        if (st.st_dev, st.st_ino) != self.identity or st.st_size < self.offset + self.byte_size:
+            os.close(fd)
+            return None
+        return fd
 
     def close(self) -> bool:
         """Unmap; False if views are still alive (the mapping goes with the last of them)."""
@@ -183,21 +205,21 @@ class SharedMemoryRegistry:
                 "system shared memory is not supported on this platform", Code.UNSUPPORTED
             )
         try:
-            # glibc's shm_open adds O_NOFOLLOW and refuses names with an inner '/', so a
-            # key never leaves /dev/shm nor follows a link; O_NONBLOCK keeps a FIFO there
-            # from blocking (its size, 0, fails the checks below).
-            fd = _posixshmem.shm_open(key, os.O_RDWR | os.O_NONBLOCK, mode=0o600)
+            fd = _open_key(key)
         except (OSError, ValueError):
             raise CoreError(
                 f"Unable to open shared memory region: '{key}'", Code.INTERNAL
             ) from None
         try:
             mapping = _map(fd, name, offset, byte_size)
+            st = os.fstat(fd)
         finally:
             os.close(fd)
+        view = memoryview(mapping)
         self._regions[name] = SystemRegion(
-            name, key, offset, byte_size, memoryview(mapping), mapping
-        )
+            name, key, offset, byte_size, view, mapping,
+            identity=(st.st_dev, st.st_ino), address=_address(view),
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ CUDA regions
 
@@ -266,6 +288,15 @@ class SharedMemoryRegistry:
             with contextlib.suppress(CoreError):
                 self._drop(region)
         self._regions.clear()
+
+
+def _open_key(key: str) -> int:
+    """A descriptor of the POSIX object ``key`` (raises OSError or ValueError).
+
+    glibc's shm_open adds O_NOFOLLOW and refuses names with an inner '/', so a key never
+    leaves /dev/shm nor follows a link; O_NONBLOCK keeps a FIFO there from blocking (its
+    size, 0, fails the registration checks)."""
+    return int(_posixshmem.shm_open(key, os.O_RDWR | os.O_NONBLOCK, mode=0o600))
 
 
 def _map(fd: int, name: str, offset: int, byte_size: int) -> mmap.mmap:

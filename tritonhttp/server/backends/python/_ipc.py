@@ -4,13 +4,20 @@ The tensors of a request or response form one *block*, written into the sender's
 (:mod:`._arena`) and described by ``(segment, offset, start, end, tensors)``; the
 receiver copies a small one out and uses a large one in place. Each tensor is
 ``(name, datatype, shape, offset in the block, nbytes)``. Descriptors (arena segments,
-client connections) travel on a second Unix socket with ``SCM_RIGHTS``.
+client connections, clients' shared-memory objects) travel on a second Unix socket with
+``SCM_RIGHTS``.
+
+A large request input that lies in a client's system shared-memory region skips the
+arena: the worker maps it from the region's object copy-on-write (:func:`map_private`),
+so the model reads the client's pages without a copy and writes into private ones.
 
 Standard library and numpy only (the worker imports this module too).
 """
 
 from __future__ import annotations
 
+import mmap
+import os
 import socket
 import weakref
 from collections.abc import Sequence
@@ -23,18 +30,24 @@ from ._arena import Consumer, Producer
 
 __all__ = [
     "DTYPES",
+    "MAPPED_MIN",
     "SMALL",
     "BlockDesc",
     "TensorDesc",
+    "map_private",
     "read_block",
     "recv_fd",
     "send_fd",
+    "settle_private",
     "write_block",
 ]
 
 #: tensors up to this size are copied out of shared memory at once (larger ones are
 #: used in place and their block is released when the array is garbage collected)
 SMALL = 64 * 1024
+#: request inputs in a client's shared-memory region from this size on are mapped by the
+#: worker rather than copied into the arena (a smaller copy costs less than the mapping)
+MAPPED_MIN = 1 << 20
 #: an unparsed request body of at most this many bytes travels inside its message
 INLINE = 4096
 
@@ -152,3 +165,35 @@ def _arrays(
                 data = buf[rel : rel + nbytes].view(dtype).reshape(shape)
         out.append((name, datatype, shape, data))
     return out
+
+
+def map_private(
+    fd: int, offset: int, nbytes: int, datatype: str, shape: Sequence[int]
+) -> tuple[np.ndarray[Any, Any], mmap.mmap]:
+    """``nbytes`` at ``offset`` of the object ``fd`` as a writable array over a private
+    (copy-on-write) mapping, and the mapping: pages the model only reads are the
+    object's own, pages it writes become its own copies (:func:`settle_private` makes
+    them all its own). The mapping goes with the last array over it.
+    Raises OSError when the object no longer holds those bytes."""
+    if os.fstat(fd).st_size < offset + nbytes:  # (touching pages past its end: SIGBUS)
+        raise OSError(f"the shared-memory object is smaller than {offset + nbytes} bytes")
+    start = offset - offset % mmap.ALLOCATIONGRANULARITY
+    mm = mmap.mmap(
+        fd, offset + nbytes - start, flags=mmap.MAP_PRIVATE,
+        prot=mmap.PROT_READ | mmap.PROT_WRITE, offset=start,
+    )  # fmt: skip
+    dtype = DTYPES[datatype]
+    array = np.frombuffer(mm, dtype, nbytes // dtype.itemsize, offset - start).reshape(shape)
+    return array, mm
+
+
+def settle_private(mm: mmap.mmap) -> None:
+    """Unmap a :func:`map_private` mapping no array uses any more; one still used (the
+    model kept an input) is made wholly private instead: a write of each page to itself
+    copies the pages it did not write yet, so that later writes to the client's region
+    no longer show through."""
+    try:
+        mm.close()
+    except BufferError:
+        pages = np.frombuffer(mm, np.uint8)[:: mmap.PAGESIZE]
+        pages[...] = pages.copy()

@@ -63,6 +63,7 @@ __all__ = [
     "OutputsDesc",
     "Ready",
     "ReadyAnswer",
+    "RegionFd",
     "ResponseDesc",
     "Segment",
     "Setup",
@@ -179,6 +180,10 @@ class ExecRequest(NamedTuple):
     block: Any
     answer: Any
     trace: tuple[int, str | None] | None = None
+    #: inputs the worker maps from a client's shared-memory region (copy-on-write)
+    #: instead of reading them from ``block``: ``(position among the inputs, name,
+    #: datatype, shape, handle of a RegionFd, offset in the object, nbytes)``; None: none
+    mapped: list[tuple[int, str, str, tuple[int, ...], int, int, int]] | None = None
 
 
 class Exec(NamedTuple):
@@ -242,6 +247,13 @@ class Segment(NamedTuple):
 
     segment_id: int
     size: int
+
+
+class RegionFd(NamedTuple):
+    """A descriptor of a client's shared-memory object (it follows), for the inputs of
+    the next :class:`Exec` that name ``handle`` (``ExecRequest.mapped``)."""
+
+    handle: int
 
 
 class DropSegment(NamedTuple):
@@ -407,7 +419,8 @@ class FiniDone(NamedTuple):
 Message = (
     Setup | Init | AutoComplete | Exec | ExecUnparsed | ExecWithUnparsed | IsReady | Fini
     | CallResult
-    | BlsResponse | Segment | DropSegment | Connection | DropConnection | Ready | InitError
+    | BlsResponse | Segment | RegionFd | DropSegment | Connection | DropConnection | Ready
+    | InitError
     | AutoCompleted | Done | DoneAnswered | Streamed | Log | MetricOp | Call | Bls | BlsCancel
     | FamilyDelete | MetricDelete | ReadyAnswer | FiniDone
 )  # fmt: skip
@@ -483,7 +496,7 @@ _ALL: tuple[type[Message], ...] = (
     Setup, Init, AutoComplete, Exec, ExecUnparsed, IsReady, Fini, CallResult, BlsResponse, Segment,
     DropSegment, Connection, DropConnection, Ready, InitError, AutoCompleted, Done,
     DoneAnswered, Streamed, Log, MetricOp, Call, Bls, BlsCancel, FamilyDelete, MetricDelete,
-    ReadyAnswer, FiniDone, ExecWithUnparsed,
+    ReadyAnswer, FiniDone, ExecWithUnparsed, RegionFd,
 )  # fmt: skip
 #: message type -> its number on the wire
 _KIND_OF: dict[type[Any], int] = {c: i for i, c in enumerate(_ALL)}

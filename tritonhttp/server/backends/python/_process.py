@@ -48,6 +48,7 @@ from ._convert import params_json
 from ._direct import DIRECT_CONNECTIONS, DirectReply
 from ._ipc import DTYPES, INLINE, read_block, recv_fd, send_fd, write_block
 from ._polling import ReplyPoll, stay_awake
+from ._region_inputs import mapped_inputs
 from ._services import ModelServices
 from ._settings import BackendSettings
 
@@ -109,6 +110,8 @@ class WorkerProcess:
         self.outputs = Consumer()
         #: client connections this worker holds a descriptor of (their keys)
         self.connections: set[int] = set()
+        #: handles of the shared-memory descriptors sent for mapped inputs
+        self.region_handles = itertools.count(1)
         self.alive = False
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -167,6 +170,18 @@ class WorkerProcess:
             except OSError:
                 return
         self.send(msg.Segment(segment_id, size))
+
+    def send_region(self, handle: int, fd: int) -> bool:
+        """Pass a client's shared-memory object to the worker (:class:`msg.RegionFd`);
+        False when it cannot take it."""
+        if self._fd_sock is None or not self.alive:
+            return False
+        try:
+            send_fd(self._fd_sock, fd)
+        except OSError:
+            return False
+        self.send(msg.RegionFd(handle))
+        return True
 
     def _retire(self, segment_id: int) -> None:
         self.send(msg.DropSegment(segment_id))
@@ -845,10 +860,16 @@ class ProcessInstance:
     def _exec_request(
         self, worker: WorkerProcess, inputs: Producer, token: int, req: InferRequest
     ) -> msg.ExecRequest:
-        """A parsed request as the worker gets it (its tensors placed in the arena)."""
-        block = write_block(
-            inputs, [(t.name, t.datatype, t.shape, t.array) for t in req.inputs.values()]
+        """A parsed request as the worker gets it: its tensors placed in the arena, but
+        for large ones in a client's shared-memory region (the worker maps those)."""
+        mapped = (
+            mapped_inputs(req, worker.send_region, worker.region_handles) if req.regions else None
         )
+        tensors = req.inputs.values()
+        if mapped is not None:
+            skip = {m[0] for m in mapped}
+            tensors = [t for i, t in enumerate(tensors) if i not in skip]  # type: ignore[assignment]
+        block = write_block(inputs, [(t.name, t.datatype, t.shape, t.array) for t in tensors])
         wanted = tuple(req.requested_outputs) if req.requested_outputs else self._outputs
         reply: DirectReply | None = req.reply  # type: ignore[assignment]
         answer = None
@@ -856,7 +877,7 @@ class ProcessInstance:
             answer = (reply.key, reply.answer)
         return msg.ExecRequest(
             token, req.id, req.correlation_id, req.flags, req.timeout_us, params_json(req),
-            wanted, block, answer, None if req.trace is None else req.trace.handle(),
+            wanted, block, answer, None if req.trace is None else req.trace.handle(), mapped,
         )  # fmt: skip
 
     def _poll_for(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import gc
+import mmap
 import os
 import select
 import signal
@@ -43,7 +44,15 @@ from ._arena import Consumer, Producer
 from ._convert import pb_request
 from ._direct import DIRECT_MAX, ReplyCodec, ReplyWriter, RequestParser
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
-from ._ipc import DTYPES, read_block, recv_fd, send_fd, write_block
+from ._ipc import (
+    DTYPES,
+    map_private,
+    read_block,
+    recv_fd,
+    send_fd,
+    settle_private,
+    write_block,
+)
 from ._polling import MessagePoll
 from ._priority import SlowModelPriority
 
@@ -304,6 +313,11 @@ class Worker:
         #: client connections the server handed over (key -> socket, its writer); main
         #: thread only, but added by whichever thread reads the channel
         self.connections: dict[int, tuple[socket.socket, ReplyWriter | None]] = {}
+        #: clients' shared-memory objects for mapped inputs (handle -> descriptor); added
+        #: by whichever thread reads the channel, taken by the main thread
+        self.region_fds: dict[int, int] = {}
+        #: the private mappings of the inputs of the batch being run (main thread)
+        self.mapped: list[mmap.mmap] = []
         #: the codec's parser and the model's admission rules, when this worker takes
         #: requests unparsed
         self.parser: RequestParser | None = None
@@ -326,6 +340,8 @@ class Worker:
                 self.inputs.add(segment_id, recv_fd(self.channel.fd_sock), size)
             case msg.DropSegment(segment_id):
                 self.inputs.drop(segment_id)
+            case msg.RegionFd(handle):
+                self.region_fds[handle] = recv_fd(self.channel.fd_sock)
             case msg.Connection(key, writer):
                 sock = socket.socket(fileno=recv_fd(self.channel.fd_sock))
                 codec = self.codec
@@ -365,6 +381,30 @@ class Worker:
 
     def block_in(self, block: Any) -> list[Tensor]:
         return [Tensor._wrap(n, w, data) for n, w, _, data in read_block(self.inputs, block)]
+
+    def request_inputs(self, d: msg.ExecRequest) -> list[Tensor]:
+        """A request's input tensors: from its block, and mapped from clients'
+        shared-memory objects (raises OSError when one cannot be mapped)."""
+        tensors = self.block_in(d.block)
+        if not d.mapped:
+            return tensors
+        fds = [self.region_fds.pop(m[4]) for m in d.mapped]
+        try:
+            for (position, name, wire, shape, _, offset, nbytes), fd in zip(
+                d.mapped, fds, strict=True
+            ):
+                try:
+                    data, mm = map_private(fd, offset, nbytes, wire, shape)
+                except (OSError, ValueError) as e:
+                    raise OSError(
+                        f"failed to map input '{name}' from its shared memory region: {e}"
+                    ) from None
+                self.mapped.append(mm)
+                tensors.insert(position, Tensor._wrap(name, wire, data))
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return tensors
 
     def encode_response(
         self, response: InferenceResponse | None, wanted: set[str] | None
@@ -523,16 +563,33 @@ class Worker:
         return fut.result()
 
     def execute(self, batch_id: int, descs: list[msg.ExecRequest]) -> None:
-        self._run(batch_id, [self._request(d) for d in descs], None)
+        failed: list[msg.Final] = []
+        made = [self._request(d, failed) for d in descs]
+        requests = [r for r in made if r is not None]
+        del made  # (``_run`` lets the requests go once executed: no other reference)
+        if not failed:
+            self._run(batch_id, requests, None)
+        elif requests:
+            taken = [not any(f.token == d.token for f in failed) for d in descs]
+            self._run(batch_id, requests, None, failed, taken)
+        else:
+            self.channel.send(msg.Done(batch_id, failed, [False] * len(failed)))
 
-    def _request(self, d: msg.ExecRequest) -> InferenceRequest:
+    def _request(self, d: msg.ExecRequest, failed: list[msg.Final]) -> InferenceRequest | None:
+        """The request ``d`` describes; None when its inputs cannot be read (its error is
+        added to ``failed``)."""
         host = self.host
         assert host is not None
+        try:
+            inputs = self.request_inputs(d)
+        except OSError as e:
+            failed.append(msg.Final(d.token, msg.ErrorDesc(ErrorCode.INTERNAL.value, str(e)), True))
+            return None
         wanted = set(d.wanted)
         return InferenceRequest._server_side(
             d.request_id,
             d.correlation_id,
-            self.block_in(d.block),
+            inputs,
             wanted,
             d.flags,
             d.timeout_us,
@@ -563,18 +620,19 @@ class Worker:
         for m, size in zip(items, sizes, strict=True):
             request: InferenceRequest | None
             if isinstance(m, msg.ExecRequest):
-                request = self._request(m)
+                request = self._request(m, declined)  # (None: failed, in ``declined``)
             else:
                 parsed = self._parse(m)
                 request = parsed[0] if parsed is not None and parsed[1] == size else None
+                if request is None:
+                    declined.append(msg.Final(m.token, msg.DeclinedDesc(), False))
             taken.append(request is not None)
-            if request is None:
-                declined.append(msg.Final(m.token, msg.DeclinedDesc(), False))
-            else:
+            if request is not None:
                 requests.append(request)
         if not requests:
             self.channel.send(msg.Done(batch_id, declined, [False] * len(declined)))
             return
+        del request
         self._run(batch_id, requests, None, declined, taken)
 
     def _run(
@@ -598,7 +656,9 @@ class Worker:
         finally:
             self._batch = None
         self.priority.executed(time.perf_counter_ns() - started, len(requests))
-        del requests
+        requests.clear()  # (the callers' list too: inputs no longer used are let go)
+        if self.mapped:
+            self._settle_mapped()
         if taken is not None and rescheduled is not None:
             flags = iter(rescheduled)
             rescheduled = [next(flags) if t else False for t in taken]
@@ -608,6 +668,14 @@ class Worker:
                 self.channel.send(msg.DoneAnswered(batch_id, token))
                 return
         self.channel.send(msg.Done(batch_id, batch, rescheduled, sizes))
+
+    def _settle_mapped(self) -> None:
+        """Before the batch's answers go: the inputs it mapped from clients' regions are
+        unmapped, or, where the model kept them, made wholly private (the model's copy
+        then no longer follows the client's region, as a copy would not)."""
+        mapped, self.mapped = self.mapped, []
+        for mm in mapped:
+            settle_private(mm)
 
     def _parse(self, m: msg.ExecUnparsed) -> tuple[InferenceRequest, int] | None:
         """An unparsed request, parsed and checked as the server would, and its batch
