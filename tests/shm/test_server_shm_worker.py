@@ -9,8 +9,9 @@ an old registration), and a region unregistered is gone (Triton's error).
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,16 @@ def j(doc: Any) -> str:
 def register(url: str, name: str, key: str, byte_size: int) -> Reply:
     body = j({"key": key, "offset": 0, "byte_size": byte_size})
     return exchange(url, "POST", f"{SYS}/region/{name}/register", body)
+
+
+@contextlib.contextmanager
+def registered(url: str, name: str, key: str, byte_size: int) -> Iterator[None]:
+    """Region ``name`` registered for the block; every region unregistered after it."""
+    assert register(url, name, key, byte_size).status == 200
+    try:
+        yield
+    finally:
+        exchange(url, "POST", f"{SYS}/unregister")
 
 
 def infer(url: str, mode: str, src: str, out: str | None = None, at: int = AT) -> Reply:
@@ -99,8 +110,7 @@ def test_large_input_is_mapped_from_the_region_and_output_lands_in_its_region(
     with region("i", new_key(), size) as i, region("o", new_key(), NBYTES) as o:
         put(i, data)
         assert register(url, "i", i.shm_key, size).status == 200
-        assert register(url, "o", o.shm_key, NBYTES).status == 200
-        try:
+        with registered(url, "o", o.shm_key, NBYTES):  # (both unregistered after it)
             reply = infer(url, "", "i", out="o")
             assert reply.status == 200, reply
             # the model's memory is the client's object (no copy through the arena)
@@ -108,8 +118,6 @@ def test_large_input_is_mapped_from_the_region_and_output_lands_in_its_region(
             got = shm.get_contents_as_numpy(o, np.float32, [N])
             assert np.array_equal(got, data)
             del got
-        finally:
-            exchange(url, "POST", f"{SYS}/unregister")
 
 
 def test_model_writing_its_input_leaves_the_region_unchanged(
@@ -118,15 +126,12 @@ def test_model_writing_its_input_leaves_the_region_unchanged(
     size = AT + NBYTES
     with region("w", new_key(), size) as h:
         put(h, data)
-        assert register(url, "w", h.shm_key, size).status == 200
-        try:
+        with registered(url, "w", h.shm_key, size):
             for _ in range(2):  # (the second request sees the region as the first left it)
                 reply = infer(url, "add", "w")
                 assert reply.status == 200, reply
                 assert np.array_equal(out_array(reply), data + 1)
                 assert np.array_equal(contents(h), data)
-        finally:
-            exchange(url, "POST", f"{SYS}/unregister")
 
 
 def test_kept_input_does_not_follow_later_writes_to_the_region(
@@ -136,15 +141,12 @@ def test_kept_input_does_not_follow_later_writes_to_the_region(
     size = AT + NBYTES
     with region("k", new_key(), size) as h:
         put(h, data)
-        assert register(url, "k", h.shm_key, size).status == 200
-        try:
+        with registered(url, "k", h.shm_key, size):
             assert infer(url, "keep", "k").status == 200
             put(h, np.full(N, -5.0, np.float32))  # the client reuses its region
             reply = infer(url, "kept", "k")
             assert reply.status == 200, reply
             assert np.array_equal(out_array(reply), data)
-        finally:
-            exchange(url, "POST", f"{SYS}/unregister")
 
 
 def test_key_registered_again_with_another_object_gives_its_data(
@@ -161,13 +163,10 @@ def test_key_registered_again_with_another_object_gives_its_data(
     other = data[::-1].copy()
     with region("r", key, bigger) as h:
         put(h, other, at=AT + 8192)
-        assert register(url, "r", key, bigger).status == 200
-        try:
+        with registered(url, "r", key, bigger):
             reply = infer(url, "", "r", at=AT + 8192)
             assert reply.status == 200, reply
             assert np.array_equal(out_array(reply), other)
-        finally:
-            exchange(url, "POST", f"{SYS}/unregister")
 
 
 def test_object_recreated_under_a_registered_key_is_not_read(
