@@ -652,7 +652,8 @@ class Worker:
         self._batch = batch
         started = time.perf_counter_ns()
         try:
-            rescheduled = host.execute(requests)
+            # (a list of the host's own: an async or decoupled model may keep it)
+            rescheduled = host.execute(list(requests))
         finally:
             self._batch = None
         self.priority.executed(time.perf_counter_ns() - started, len(requests))
