@@ -312,6 +312,14 @@ def play(p: Pair, steps: list[Step], touched: set[str], reload: set[str]) -> Non
             real = send(p.real.url, step)
             ours = send(p.ours.url, step)
             diff = difference(step, ours, real)
+            for _ in range(40 if diff and b"/stats" in step.target else 0):
+                # a request a worker answered itself is counted once the server reads
+                # the worker's report, which may come an instant after the answer
+                time.sleep(0.025)
+                ours = send(p.ours.url, step)
+                diff = difference(step, ours, real)
+                if not diff:
+                    break
             if diff:
                 problems.append(diff)
             if b"/repository/" in step.target:
