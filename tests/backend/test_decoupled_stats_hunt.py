@@ -62,12 +62,15 @@ def _run(url: str, model: str, endpoint: str, modes: list[int]) -> tuple[list[An
     for t in threads:
         t.join()
     # (Triton counts a decoupled request when its execute returns: maybe after the reply)
+    # and its counts need not all land at once: read until two reads agree
     deadline = time.monotonic() + 10
+    last: dict[str, int] | None = None
     while True:
         delta = _delta(_counts(url, model), before)
-        if delta.get("success", 0) + delta.get("fail", 0) >= len(modes):
+        if delta.get("success", 0) + delta.get("fail", 0) >= len(modes) and delta == last:
             return replies, delta
         assert time.monotonic() < deadline, delta
+        last = delta
         time.sleep(0.05)
 
 
