@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,7 +141,7 @@ def test_summary_quantiles_as_tritonserver_reads_them(model_repo: Any) -> None:
         with start(repo, *flags) as server:
             for value in (1, 2, 3):
                 exchange(server.url, "POST", "/v2/models/plain/infer", _body(value))
-            texts.append(_scrape(server))
+            texts.append(_scrape_counted(server, 'nv_inference_count{model="plain",version="1"} 3'))
         logs.append(server.log())
     for text, log in zip(texts, logs, strict=True):
         quantiles = re.findall(
@@ -175,3 +176,15 @@ def test_no_summaries_unless_turned_on(model_repo: Any, flags: tuple[str, ...]) 
         with start(repo, *flags) as server:
             exchange(server.url, "POST", "/v2/models/plain/infer", _body(1))
             assert "summary" not in _scrape(server)
+
+
+def _scrape_counted(server: Any, line: str) -> str:
+    """The metrics once they show ``line``, for up to a second: a request a worker
+    answered itself is counted when the server reads the worker's report, which may
+    come an instant after the client has its answer."""
+    deadline = time.monotonic() + 1
+    text = _scrape(server)
+    while line not in text and time.monotonic() < deadline:
+        time.sleep(0.025)
+        text = _scrape(server)
+    return text
