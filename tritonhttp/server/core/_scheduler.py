@@ -133,13 +133,6 @@ class Scheduler:
         """Requests accepted but not executing (``nv_inference_pending_request_count``)."""
         return len(self._waiting)
 
-    @property
-    def rate_limited(self) -> bool:
-        """Whether the rate limiter decides when and where requests execute: an instance
-        is then free again before its answer reaches the client (the next request of a
-        client sending one after the other sees it free)."""
-        return self._gate is not None
-
     async def infer(self, req: InferRequest) -> InferResponse:
         raise NotImplementedError
 

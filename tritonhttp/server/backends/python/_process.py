@@ -865,10 +865,10 @@ class ProcessInstance:
         mapped = (
             mapped_inputs(req, worker.send_region, worker.region_handles) if req.regions else None
         )
-        tensors = req.inputs.values()
+        tensors = list(req.inputs.values())
         if mapped is not None:
             skip = {m[0] for m in mapped}
-            tensors = [t for i, t in enumerate(tensors) if i not in skip]  # type: ignore[assignment]
+            tensors = [t for i, t in enumerate(tensors) if i not in skip]
         block = write_block(inputs, [(t.name, t.datatype, t.shape, t.array) for t in tensors])
         wanted = tuple(req.requested_outputs) if req.requested_outputs else self._outputs
         reply: DirectReply | None = req.reply  # type: ignore[assignment]
