@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonhttp.server.core._repository import _version_numbers
+from tritonhttp.server.core._repo_files import version_numbers as _version_numbers
 
 
 def test_only_plain_numbers_are_versions(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

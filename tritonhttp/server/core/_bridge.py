@@ -11,7 +11,8 @@ from typing import Any
 from ._backend_api import Emit
 from ._errors import Code, CoreError
 from ._model import ModelVersion
-from ._repository import Repository, parse_version
+from ._repo_files import parse_version
+from ._repository import Repository
 from ._types import InferRequest, InferResponse, ResponseStream
 
 __all__ = ["CoreBridge", "decoupled_responses", "instances_ready"]

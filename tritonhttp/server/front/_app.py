@@ -17,7 +17,7 @@ from ..core._bridge import instances_ready
 from ..core._core import EXTENSIONS, VERSION, ServerCore
 from ..core._errors import BackendError, Code, CoreError
 from ..core._model import ModelVersion
-from ..core._repository import parse_version
+from ..core._repo_files import parse_version
 from ..core._trace import Trace, trace_queued
 from ..core._types import InferRequest, InferResponse
 from ..http._extensions import DIRECT, ON_DISCONNECT, RESPOND, Answer, DirectLink

@@ -13,7 +13,7 @@ from ..core._bridge import decoupled_responses
 from ..core._core import ServerCore
 from ..core._errors import Code, CoreError
 from ..core._model import ModelVersion
-from ..core._repository import parse_version
+from ..core._repo_files import parse_version
 from ..core._trace import Trace, trace_queued
 from ..core._types import InferRequest, InferResponse, InputTensor, OutputTensor
 from ..support import _json
