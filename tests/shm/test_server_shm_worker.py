@@ -210,3 +210,196 @@ def test_unregistered_region_gives_tritons_error(
         theirs, ours = replies
         assert (ours.status, json.loads(ours.body)) == (theirs.status, json.loads(theirs.body))
         assert ours.status == 404
+
+
+# ------------------------------------------------------------------ outputs into regions
+#
+# A large output the client asks into a system region is written there by the worker
+# itself (no copy through its arena and then by the server). The ``place`` model shows
+# when: in ``peek`` mode it sends its response and then reads the client's object while
+# its ``execute`` still runs. Whatever the path, the answers, errors and what the regions
+# hold afterwards are the server's as before: a region too small, or whose key names
+# another object now, is never written by the worker; a model that fails writes nothing.
+
+
+@pytest.fixture(scope="module")
+def place_url(bundled_server_factory: Callable[..., Any], model_repo: Callable[[str], Path]) -> str:
+    server = bundled_server_factory(model_repo("shm_worker_out"), "--python-isolation=process")
+    return str(server.url)
+
+
+def register_at(url: str, name: str, key: str, offset: int, byte_size: int) -> Reply:
+    body = j({"key": key, "offset": offset, "byte_size": byte_size})
+    return exchange(url, "POST", f"{SYS}/region/{name}/register", body)
+
+
+def infer_place(
+    url: str, data: np.ndarray[Any, Any], out: dict[str, Any] | None, **params: Any
+) -> Reply:
+    """``place`` with ``data`` as IN in the body; OUT with the parameters ``out`` (None:
+    in the body)."""
+    header = j({
+        "parameters": params,
+        "inputs": [{"name": "IN", "datatype": "FP32", "shape": [data.size],
+                    "parameters": {"binary_data_size": data.nbytes}}],
+        "outputs": [{"name": "OUT", "parameters": out or {"binary_data": True}}],
+    }).encode()  # fmt: skip
+    head = {"Inference-Header-Content-Length": str(len(header))}
+    return exchange(url, "POST", "/v2/models/place/infer", header + data.tobytes(), head)
+
+
+def seen(url: str) -> np.ndarray[Any, Any]:
+    """What the client's object held while the last ``peek`` request ran."""
+    reply = infer_place(url, np.zeros(1, np.float32), None, mode="seen")
+    assert reply.status == 200, reply
+    return out_array(reply)
+
+
+def into(name: str, offset: int, byte_size: int = NBYTES) -> dict[str, Any]:
+    return {"shared_memory_region": name, "shared_memory_offset": offset,
+            "shared_memory_byte_size": byte_size}  # fmt: skip
+
+
+def test_large_output_is_in_its_region_before_execute_returns(
+    place_url: str, data: np.ndarray[Any, Any]
+) -> None:
+    """Registered at a page offset of its object, OUT at an offset that is not page
+    aligned: the worker writes those very bytes of the object (the region holds them
+    while the model still runs), and the answer is the server's as ever."""
+    base = 2 * 4096
+    size = base + AT + NBYTES
+    key = new_key()
+    with region("p", key, size) as h, registered_at(place_url, "p", key, base, AT + NBYTES):
+        reply = infer_place(place_url, data, into("p", AT), mode="peek", key=key,
+                            at=base + AT)  # fmt: skip
+        assert reply.status == 200, reply
+        outputs = json.loads(reply.body)["outputs"]
+        assert outputs == [{"name": "OUT", "datatype": "FP32", "shape": [N]}]
+        assert np.array_equal(contents(h, base + AT), data + 1)
+        assert np.array_equal(seen(place_url), data + 1)
+        # the bytes around it are the client's still
+        assert not shm.get_contents_as_numpy(h, np.uint8, [base + AT]).any()
+
+
+def test_output_too_large_for_its_region_gives_the_error_and_is_never_written(
+    place_url: str, data: np.ndarray[Any, Any]
+) -> None:
+    """OUT is 4 bytes over the byte size the request gives (its object has room for it
+    all): the server's error, and neither the worker nor the server writes it."""
+    key = new_key()
+    size = AT + NBYTES
+    with region("t", key, size) as h, registered_at(place_url, "t", key, 0, size):
+        reply = infer_place(place_url, data, into("t", AT, NBYTES - 4), mode="peek",
+                            key=key, at=AT)  # fmt: skip
+        expected = (
+            "shared memory size specified with the request for output 'OUT' "
+            f"({NBYTES - 4} bytes) should be at least {NBYTES} bytes to hold the results"
+        )
+        assert (reply.status, json.loads(reply.body)) == (500, {"error": expected}), reply
+        assert not seen(place_url).any()
+        assert not shm.get_contents_as_numpy(h, np.uint8, [size]).any()
+
+
+def test_output_into_a_region_whose_object_was_recreated_goes_to_the_registered_one(
+    place_url: str, data: np.ndarray[Any, Any]
+) -> None:
+    """The client re-creates the object under a registered key: the region still is the
+    object registered (the server's mapping); the new object is never written."""
+    key = new_key()
+    size = AT + NBYTES
+    with region("d", key, size):
+        assert register_at(place_url, "d", key, 0, size).status == 200
+    try:
+        with region("d", key, size) as h2:
+            put(h2, np.full(N, 9.0, np.float32))
+            reply = infer_place(place_url, data, into("d", AT), mode="peek", key=key, at=AT)
+            assert reply.status == 200, reply
+            assert np.array_equal(seen(place_url), np.full(N, 9.0, np.float32))
+            assert np.array_equal(contents(h2), np.full(N, 9.0, np.float32))
+    finally:
+        exchange(place_url, "POST", f"{SYS}/unregister")
+
+
+@pytest.mark.parametrize("mode", ["raise", "error"])
+def test_model_failing_leaves_the_output_region_as_it_was(
+    mode: str,
+    place_url: str,
+    data: np.ndarray[Any, Any],
+    real_triton_factory: Callable[..., Any],
+    model_repo: Callable[[str], Path],
+) -> None:
+    """A model that raises, or answers an error with its outputs: Triton's answer, and
+    the region keeps what the client put there (on both servers)."""
+    real = real_triton_factory(model_repo("shm_worker_out"))
+    size = AT + NBYTES
+    before = np.full(N, 7.0, np.float32)
+    replies = []
+    for server_url in (real.url, place_url):
+        key = new_key()
+        with region("f", key, size) as h, registered_at(server_url, "f", key, 0, size):
+            put(h, before)
+            replies.append(infer_place(server_url, data, into("f", AT), mode=mode))
+            assert np.array_equal(contents(h), before)
+    theirs, ours = replies
+    assert (ours.status, ours.body) == (theirs.status, theirs.body)
+    assert ours.status != 200
+
+
+def test_response_refused_by_another_output_writes_no_region(
+    place_url: str, data: np.ndarray[Any, Any]
+) -> None:
+    """The model returns HALF (FP16, asked as JSON, which the server refuses) before OUT:
+    the server's error, and OUT's region is not written, by the worker either. (Triton
+    2.51 answers the same error but has written OUT's region by then: its backend fills
+    output regions before the front end encodes the JSON.)"""
+    key = new_key()
+    with region("h", key, NBYTES) as h, registered_at(place_url, "h", key, 0, NBYTES):
+        header = j({
+            "parameters": {"mode": "half"},
+            "inputs": [{"name": "IN", "datatype": "FP32", "shape": [N],
+                        "parameters": {"binary_data_size": NBYTES}}],
+            "outputs": [{"name": "OUT", "parameters": into("h", 0)},
+                        {"name": "HALF", "parameters": {"binary_data": False}}],
+        }).encode()  # fmt: skip
+        head = {"Inference-Header-Content-Length": str(len(header))}
+        body = header + data.tobytes()
+        reply = exchange(place_url, "POST", "/v2/models/place/infer", body, head)
+        expected = (
+            "sending FP16 data via JSON is not supported. Please use the binary data "
+            "format for output"
+        )
+        assert (reply.status, json.loads(reply.body)) == (400, {"error": expected})
+        assert not contents(h, 0).any()
+
+
+@contextlib.contextmanager
+def registered_at(url: str, name: str, key: str, offset: int, byte_size: int) -> Iterator[None]:
+    """Region ``name`` registered at ``offset`` of ``key``; every region unregistered after."""
+    assert register_at(url, name, key, offset, byte_size).status == 200
+    try:
+        yield
+    finally:
+        exchange(url, "POST", f"{SYS}/unregister")
+
+
+def test_output_onto_its_own_input_shifted_is_the_input_as_given(
+    url: str, data: np.ndarray[Any, Any]
+) -> None:
+    """OUT (the model's input array itself) goes into the input's own region, 4 bytes
+    past the input: the region ends up holding the input as the model got it, not one
+    smeared by a write running over the pages the model's array still shares."""
+    size = AT + NBYTES + 4096
+    with region("s", new_key(), size) as h:
+        put(h, data)
+        with registered(url, "s", h.shm_key, size):
+            doc = {
+                "inputs": [{"name": "IN", "datatype": "FP32", "shape": [N], "parameters": {
+                    "shared_memory_region": "s", "shared_memory_byte_size": NBYTES,
+                    "shared_memory_offset": AT}}],
+                "outputs": [{"name": "OUT", "parameters": {
+                    "shared_memory_region": "s", "shared_memory_byte_size": NBYTES,
+                    "shared_memory_offset": AT + 4}}],
+            }  # fmt: skip
+            reply = exchange(url, "POST", "/v2/models/probe/infer", j(doc))
+            assert reply.status == 200, reply
+            assert np.array_equal(contents(h, AT + 4), data)

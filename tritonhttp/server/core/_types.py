@@ -74,6 +74,11 @@ class InferRequest:
     batch_size: int = 1
     #: shared-memory regions this request reads or writes (released when it ends)
     regions: list[Any] = field(default_factory=list)
+    #: outputs the client asked into shared-memory regions: name -> the part of a region
+    #: it goes to (a ``core._shm.RegionSlice``, bounds checked); a backend may write them
+    #: there itself when the front end's checks would pass. None: none, or some output
+    #: asked with classification (which the front end alone computes)
+    output_regions: dict[str, Any] | None = None
     #: monotonic ns when the core accepted the request
     start_ns: int = 0
     #: set by the core when the client went away or the request timed out; models see

@@ -409,6 +409,9 @@ def _parse_doc(
                 outputs[spec.name] = spec
                 requested.append(spec.name)
         req.requested_outputs = requested or None
+        into = {name: spec.shm for name, spec in outputs.items() if spec.shm is not None}
+        if into and not any(spec.classification for spec in outputs.values()):
+            req.output_regions = into  # (a backend may write them into their regions)
         if requested:  # (Triton applies binary_data_output to unlisted outputs only)
             binary_default = False
     return ParsedInfer(req, outputs, binary_default), members

@@ -9,7 +9,9 @@ client connections, clients' shared-memory objects) travel on a second Unix sock
 
 A large request input that lies in a client's system shared-memory region skips the
 arena: the worker maps it from the region's object copy-on-write (:func:`map_private`),
-so the model reads the client's pages without a copy and writes into private ones.
+so the model reads the client's pages without a copy and writes into private ones. A
+large output the client asked into a system region is written there by the worker
+(:func:`place_output`) rather than into the arena.
 
 Standard library and numpy only (the worker imports this module too).
 """
@@ -35,6 +37,7 @@ __all__ = [
     "BlockDesc",
     "TensorDesc",
     "map_private",
+    "place_output",
     "read_block",
     "recv_fd",
     "send_fd",
@@ -197,3 +200,23 @@ def settle_private(mm: mmap.mmap) -> None:
     except BufferError:
         pages = np.frombuffer(mm, np.uint8)[:: mmap.PAGESIZE]
         pages[...] = pages.copy()
+
+
+def place_output(fd: int, offset: int, array: np.ndarray[Any, Any]) -> bool:
+    """Write ``array``'s bytes (little-endian, C order) at ``offset`` of the object
+    ``fd`` (a client's region); False when the object no longer holds them (nothing
+    written: touching pages past its end would SIGBUS)."""
+    nbytes = int(array.nbytes)
+    if os.fstat(fd).st_size < offset + nbytes:
+        return False
+    start = offset - offset % mmap.ALLOCATIONGRANULARITY
+    # (populated at once: one call instead of a page fault per page written)
+    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+    mm = mmap.mmap(fd, offset + nbytes - start, flags=flags, offset=start)
+    try:
+        target = np.frombuffer(mm, np.uint8, nbytes, offset - start)
+        target[:] = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        del target
+    finally:
+        mm.close()
+    return True

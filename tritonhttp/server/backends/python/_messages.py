@@ -101,6 +101,9 @@ class OutputsDesc(NamedTuple):
 
     block: Any
     parameters: dict[str, Any] | None
+    #: outputs the worker wrote into their client's region (``ExecRequest.dests``), not
+    #: in ``block``: ``(position among the outputs, name, datatype, shape)``; None: none
+    placed: list[tuple[int, str, str, tuple[int, ...]]] | None = None
 
 
 class DeclinedDesc(NamedTuple):
@@ -184,6 +187,11 @@ class ExecRequest(NamedTuple):
     #: instead of reading them from ``block``: ``(position among the inputs, name,
     #: datatype, shape, handle of a RegionFd, offset in the object, nbytes)``; None: none
     mapped: list[tuple[int, str, str, tuple[int, ...], int, int, int]] | None = None
+    #: the outputs the client asked into system shared-memory regions: ``(name, handle
+    #: of a RegionFd or -1, offset in the object, byte size)``; the worker writes a large
+    #: one into its object itself (handle not -1) when every output of the response
+    #: is listed and fits (:meth:`._worker.Worker.encode_response`); None: none
+    dests: list[tuple[str, int, int, int]] | None = None
 
 
 class Exec(NamedTuple):
@@ -250,8 +258,9 @@ class Segment(NamedTuple):
 
 
 class RegionFd(NamedTuple):
-    """A descriptor of a client's shared-memory object (it follows), for the inputs of
-    the next :class:`Exec` that name ``handle`` (``ExecRequest.mapped``)."""
+    """A descriptor of a client's shared-memory object (it follows), for the inputs and
+    outputs of the next :class:`Exec` that name ``handle`` (``ExecRequest.mapped``,
+    ``ExecRequest.dests``)."""
 
     handle: int
 

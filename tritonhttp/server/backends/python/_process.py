@@ -48,7 +48,7 @@ from ._convert import params_json
 from ._direct import DIRECT_CONNECTIONS, DirectReply
 from ._ipc import DTYPES, INLINE, read_block, recv_fd, send_fd, write_block
 from ._polling import ReplyPoll, stay_awake
-from ._region_inputs import mapped_inputs
+from ._region_inputs import mapped_inputs, output_dests
 from ._services import ModelServices
 from ._settings import BackendSettings
 
@@ -456,7 +456,7 @@ class ProcessInstance:
             case msg.Done():
                 self._done(m)
             case msg.Streamed(token, desc, final, failed):
-                self._streamed(token, self._response(desc, failed), final, failed)
+                self._streamed(token, self._response(desc, failed, token), final, failed)
             case msg.Log(level, message, file, line):
                 self._services.log(level, message, file, line)
             case msg.MetricOp(metric_id, op, value):
@@ -491,7 +491,9 @@ class ProcessInstance:
         if fut is not None and not fut.done():
             fut.set_result(result)
 
-    def _response(self, desc: msg.ResponseDesc | None, failed: bool) -> InferResponse | None:
+    def _response(
+        self, desc: msg.ResponseDesc | None, failed: bool, token: int
+    ) -> InferResponse | None:
         match desc:
             case None:
                 return None
@@ -501,15 +503,37 @@ class ProcessInstance:
                 return InferResponse(answered=True, rest=rest)
             case msg.DeclinedDesc():  # an unparsed request the worker did not take
                 return InferResponse(declined=True)
-            case msg.OutputsDesc(block, parameters):
+            case msg.OutputsDesc(block, parameters, placed):
                 worker = self._worker
                 assert worker is not None
                 outputs = [
                     OutputTensor(name, wire, list(shape), data)
                     for name, wire, shape, data in worker.read_block(block)
                 ]
+                if placed:
+                    self._placed(outputs, placed, token)
                 return InferResponse(outputs=outputs, parameters=parameters)
         raise AssertionError(desc)  # pragma: no cover
+
+    def _placed(
+        self,
+        outputs: list[OutputTensor],
+        placed: list[tuple[int, str, str, tuple[int, ...]]],
+        token: int,
+    ) -> None:
+        """Add the outputs the worker wrote into their regions, as views of the server's
+        own mappings of those bytes (the front end's write of each then finds it in
+        place, after its usual checks)."""
+        c = self._pending.get(token)
+        parts = c.req.output_regions if c is not None else None
+        if parts is None:
+            return  # (nobody waits for this response any more)
+        for position, name, wire, shape in placed:
+            part = parts[name]
+            dtype = _SERVER_DTYPES[wire]
+            count = int(np.prod(shape, dtype=np.int64))
+            view = np.frombuffer(part.region.view, dtype, count, part.offset).reshape(shape)
+            outputs.insert(position, OutputTensor(name, wire, list(shape), view))
 
     def _done(self, m: msg.Done) -> None:
         pending = self._pending
@@ -521,7 +545,7 @@ class ProcessInstance:
         for token, desc, failed in m.finals:
             c = pending.get(token)
             if c is not None:
-                c.put(self._response(desc, failed), True, failed)
+                c.put(self._response(desc, failed, token), True, failed)
         self._batch_ended(m.batch_id, m.rescheduled)
 
     def _batch_ended(self, batch_id: int, rescheduled: list[bool] | None) -> None:
@@ -861,10 +885,13 @@ class ProcessInstance:
         self, worker: WorkerProcess, inputs: Producer, token: int, req: InferRequest
     ) -> msg.ExecRequest:
         """A parsed request as the worker gets it: its tensors placed in the arena, but
-        for large ones in a client's shared-memory region (the worker maps those)."""
-        mapped = (
-            mapped_inputs(req, worker.send_region, worker.region_handles) if req.regions else None
-        )
+        for large ones in a client's shared-memory region (the worker maps those), and
+        where the outputs asked into system regions go (the worker may write those)."""
+        mapped = dests = None
+        if req.regions:
+            mapped = mapped_inputs(req, worker.send_region, worker.region_handles)
+            if req.output_regions and not self._decoupled:
+                dests = output_dests(req, worker.send_region, worker.region_handles)
         tensors = list(req.inputs.values())
         if mapped is not None:
             skip = {m[0] for m in mapped}
@@ -878,6 +905,7 @@ class ProcessInstance:
         return msg.ExecRequest(
             token, req.id, req.correlation_id, req.flags, req.timeout_us, params_json(req),
             wanted, block, answer, None if req.trace is None else req.trace.handle(), mapped,
+            dests,
         )  # fmt: skip
 
     def _poll_for(

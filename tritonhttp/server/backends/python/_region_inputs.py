@@ -7,10 +7,17 @@ object registered (device and inode) and large enough, and passes the descriptor
 worker, which maps the input copy-on-write (:func:`._ipc.map_private`). An input whose
 key names another object by now (the client destroyed and re-created it) goes through
 the arena from the server's own mapping, as before.
+
+Outputs the client asked into system regions go the other way (:func:`output_dests`):
+the worker writes a large one straight into its object (:func:`._ipc.place_output`) and
+the server answers with a view of its own mapping of those bytes, which the front end
+then finds in place (no second copy). The front end's checks stay the ones that count:
+the worker writes only outputs it knows will pass them (see ``ExecRequest.dests``).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,7 +28,7 @@ from ...core._shm import SystemRegion
 from ...core._types import InferRequest
 from ._ipc import MAPPED_MIN
 
-__all__ = ["Mapped", "mapped_inputs"]
+__all__ = ["Dest", "Mapped", "mapped_inputs", "output_dests"]
 
 #: (position among the inputs, name, datatype, shape, handle, offset in the object,
 #: nbytes): ``ExecRequest.mapped``
@@ -73,3 +80,48 @@ def mapped_inputs(
             mapped = []
         mapped.append(entry)
     return mapped
+
+
+#: (output name, handle or -1, offset in the object, byte size): ``ExecRequest.dests``
+Dest = tuple[str, int, int, int]
+
+
+def output_dests(
+    req: InferRequest, send: Callable[[int, int], bool], handles: Iterator[int]
+) -> list[Dest] | None:
+    """Where the outputs of ``req`` go: one entry per output asked into a region, with
+    the descriptor of its object sent with ``send`` (as for :func:`mapped_inputs`) for a
+    large one whose key still names the object registered; None: the worker writes none
+    itself (an output into a CUDA region, or two outputs whose bytes overlap: the front
+    end then writes them all in the response's order, as always)."""
+    parts = req.output_regions
+    if not parts:
+        return None
+    ranges = []
+    for part in parts.values():
+        region = part.region
+        if type(region) is not SystemRegion:
+            return None
+        start = region.offset + part.offset
+        ranges.append((region.identity, start, start + part.byte_size))
+    ranges.sort()
+    for a, b in itertools.pairwise(ranges):
+        if a[0] == b[0] and b[1] < a[2]:
+            return None
+    dests: list[Dest] = []
+    sending = True
+    for name, part in parts.items():
+        region = part.region
+        handle = -1
+        if sending and part.byte_size >= MAPPED_MIN:
+            fd = region.open_object()
+            if fd is not None:
+                handle = next(handles)
+                try:
+                    sending = send(handle, fd)
+                finally:
+                    os.close(fd)
+                if not sending:
+                    handle = -1
+        dests.append((name, handle, region.offset + part.offset, part.byte_size))
+    return dests

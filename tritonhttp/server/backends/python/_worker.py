@@ -46,7 +46,9 @@ from ._direct import DIRECT_MAX, ReplyCodec, ReplyWriter, RequestParser
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
 from ._ipc import (
     DTYPES,
+    MAPPED_MIN,
     map_private,
+    place_output,
     read_block,
     recv_fd,
     send_fd,
@@ -208,10 +210,15 @@ class Channel:
             return inbox.popleft()
 
 
+#: where an output asked into a client's system region goes: (descriptor of the region's
+#: object or -1, offset in the object, byte size, the object's (st_dev, st_ino))
+Dest = tuple[int, int, int, tuple[int, int]]
+
+
 class _Link:
     """A request's way back to the server from this worker."""
 
-    __slots__ = ("answer", "decoupled", "token", "wanted", "worker")
+    __slots__ = ("answer", "decoupled", "dests", "token", "wanted", "worker")
 
     def __init__(
         self, worker: Worker, token: int, decoupled: bool, wanted: set[str], answer: Any = None
@@ -222,6 +229,9 @@ class _Link:
         self.wanted = wanted
         #: (connection key, the front's answer spec) to answer the client itself, or None
         self.answer = answer
+        #: the outputs asked into clients' system regions (``ExecRequest.dests``), while
+        #: its batch runs: name -> :data:`Dest`; None: none
+        self.dests: dict[str, Dest] | None = None
 
     def deliver(self, response: InferenceResponse | None, final: bool) -> None:
         worker = self.worker
@@ -230,7 +240,8 @@ class _Link:
             if desc is not None:
                 worker.respond(self, desc, final, False)
                 return
-        worker.respond(self, worker.encode_response(response, self.wanted), final, False)
+        encoded = worker.encode_response(response, self.wanted, self.dests)
+        worker.respond(self, encoded, final, False)
 
     def fail(self, message: str) -> None:
         self.worker.respond(self, msg.ErrorDesc(ErrorCode.INTERNAL.value, message), True, True)
@@ -318,6 +329,10 @@ class Worker:
         self.region_fds: dict[int, int] = {}
         #: the private mappings of the inputs of the batch being run (main thread)
         self.mapped: list[mmap.mmap] = []
+        #: where those inputs are: ((st_dev, st_ino) of the object, start, end)
+        self.mapped_ranges: list[tuple[tuple[int, int], int, int]] = []
+        #: the batch's requests with outputs asked into clients' system regions
+        self.placing: list[_Link] = []
         #: the codec's parser and the model's admission rules, when this worker takes
         #: requests unparsed
         self.parser: RequestParser | None = None
@@ -394,12 +409,14 @@ class Worker:
                 d.mapped, fds, strict=True
             ):
                 try:
+                    st = os.fstat(fd)
                     data, mm = map_private(fd, offset, nbytes, wire, shape)
                 except (OSError, ValueError) as e:
                     raise OSError(
                         f"failed to map input '{name}' from its shared memory region: {e}"
                     ) from None
                 self.mapped.append(mm)
+                self.mapped_ranges.append(((st.st_dev, st.st_ino), offset, offset + nbytes))
                 tensors.insert(position, Tensor._wrap(name, wire, data))
         finally:
             for fd in fds:
@@ -407,8 +424,14 @@ class Worker:
         return tensors
 
     def encode_response(
-        self, response: InferenceResponse | None, wanted: set[str] | None
+        self,
+        response: InferenceResponse | None,
+        wanted: set[str] | None,
+        dests: dict[str, Dest] | None = None,
     ) -> msg.ResponseDesc | None:
+        """A response as the server gets it: its outputs in the arena, but for large
+        ones the worker wrote into their clients' regions itself (``dests``, only while
+        the batch runs on the main thread)."""
         if response is None:
             return None
         error = response._error
@@ -417,7 +440,73 @@ class Worker:
         outputs = response._outputs
         if wanted is not None:
             outputs = [t for t in outputs if t._name in wanted]
-        return msg.OutputsDesc(self.block_out(outputs), response._parameters or None)
+        placed = None
+        if dests and self._batch is not None and threading.get_ident() == self._main:
+            placed = self._place_outputs(outputs, dests)
+            if placed is not None:
+                done = {p[0] for p in placed}
+                outputs = [t for i, t in enumerate(outputs) if i not in done]
+        return msg.OutputsDesc(self.block_out(outputs), response._parameters or None, placed)
+
+    def _place_outputs(
+        self, outputs: list[Tensor], dests: dict[str, Dest]
+    ) -> list[tuple[int, str, str, tuple[int, ...]]] | None:
+        """Write the large outputs of a response into their clients' regions; what was
+        written (``OutputsDesc.placed``), None: nothing. Only a response the front end
+        will take whole: every output the client asked into a region fits it, and no
+        other output may fail to encode (FP16 and BF16 as JSON do), so that its regions
+        are written exactly when they would be without this. An output that overlaps an
+        input mapped for the batch (the front end writes it after the batch) or that
+        the object no longer holds stays in the arena; after the latter none is written
+        (the front end's check of it fails the response, as it would have)."""
+        names = set()
+        for t in outputs:
+            if t._name in names:
+                return None
+            names.add(t._name)
+            dest = dests.get(t._name)
+            if dest is None:
+                if t._wire in ("FP16", "BF16"):
+                    return None
+            elif t._wire == "BYTES" or t._array.nbytes > dest[2]:
+                return None
+        placed = None
+        for position, t in enumerate(outputs):
+            dest = dests.get(t._name)
+            if dest is None or not self._placeable(t, dest):
+                continue
+            fd, offset, _, _ = dest
+            try:
+                written = place_output(fd, offset, t._array)
+            except (OSError, ValueError):
+                written = False
+            if not written:
+                break
+            if placed is None:
+                placed = []
+            placed.append((position, t._name, t._wire, tuple(map(int, t._array.shape))))
+        return placed
+
+    def _placeable(self, t: Tensor, dest: Dest) -> bool:
+        """Whether the worker writes output ``t`` into its region itself: a large one in
+        the wire's layout, with the region's object at hand, away from the batch's
+        mapped inputs (writing the client's pages under a private mapping that still
+        shares them would change what the model holds)."""
+        fd, offset, _, identity = dest
+        array = t._array
+        nbytes = int(array.nbytes)
+        if (
+            fd < 0
+            or nbytes < MAPPED_MIN
+            or array.dtype.byteorder == ">"
+            or array.dtype.itemsize != DTYPES[t._wire].itemsize
+        ):
+            return False
+        end = offset + nbytes
+        return not any(
+            obj == identity and start < end and offset < stop
+            for obj, start, stop in self.mapped_ranges
+        )
 
     def answer_client(
         self, answer: Any, response: InferenceResponse, wanted: set[str] | None
@@ -580,12 +669,19 @@ class Worker:
         added to ``failed``)."""
         host = self.host
         assert host is not None
+        dests = self._dests(d.dests) if d.dests else None
         try:
             inputs = self.request_inputs(d)
         except OSError as e:
+            if dests is not None:
+                _close_dests(dests)
             failed.append(msg.Final(d.token, msg.ErrorDesc(ErrorCode.INTERNAL.value, str(e)), True))
             return None
         wanted = set(d.wanted)
+        link = _Link(self, d.token, host.decoupled, wanted, d.answer)
+        if dests is not None:
+            link.dests = dests
+            self.placing.append(link)
         return InferenceRequest._server_side(
             d.request_id,
             d.correlation_id,
@@ -594,9 +690,25 @@ class Worker:
             d.flags,
             d.timeout_us,
             d.parameters,
-            _Link(self, d.token, host.decoupled, wanted, d.answer),
+            link,
             d.trace,
         )
+
+    def _dests(self, dests: list[tuple[str, int, int, int]]) -> dict[str, Dest]:
+        """A request's ``ExecRequest.dests`` with the descriptors of their objects."""
+        out: dict[str, Dest] = {}
+        for name, handle, offset, byte_size in dests:
+            fd, identity = -1, (0, 0)
+            if handle >= 0:
+                fd = self.region_fds.pop(handle)
+                try:
+                    st = os.fstat(fd)
+                    identity = (st.st_dev, st.st_ino)
+                except OSError:
+                    os.close(fd)
+                    fd = -1
+            out[name] = (fd, offset, byte_size, identity)
+        return out
 
     def execute_unparsed(self, m: msg.ExecUnparsed) -> None:
         """Parse, check and run a request the front did not parse, or decline it."""
@@ -660,6 +772,8 @@ class Worker:
         requests.clear()  # (the callers' list too: inputs no longer used are let go)
         if self.mapped:
             self._settle_mapped()
+        if self.placing:
+            self._end_placing()
         if taken is not None and rescheduled is not None:
             flags = iter(rescheduled)
             rescheduled = [next(flags) if t else False for t in taken]
@@ -675,8 +789,17 @@ class Worker:
         unmapped, or, where the model kept them, made wholly private (the model's copy
         then no longer follows the client's region, as a copy would not)."""
         mapped, self.mapped = self.mapped, []
+        self.mapped_ranges = []
         for mm in mapped:
             settle_private(mm)
+
+    def _end_placing(self) -> None:
+        """The batch is over: its requests' output regions are let go."""
+        placing, self.placing = self.placing, []
+        for link in placing:
+            dests, link.dests = link.dests, None
+            if dests is not None:
+                _close_dests(dests)
 
     def _parse(self, m: msg.ExecUnparsed) -> tuple[InferenceRequest, int] | None:
         """An unparsed request, parsed and checked as the server would, and its batch
@@ -708,6 +831,12 @@ class Worker:
         wanted = set(req.requested_outputs or rules.output_names)
         link = _Link(self, m.token, False, wanted, (m.key, spec))
         return pb_request(req, tensors, wanted, link), req.batch_size
+
+
+def _close_dests(dests: dict[str, Dest]) -> None:
+    for fd, _, _, _ in dests.values():
+        if fd >= 0:
+            os.close(fd)
 
 
 def main(argv: list[str], codec: ReplyCodec | None = None) -> int:
