@@ -105,7 +105,7 @@ DEVICES = (
         "a freed instance starts its next queued request inside the hand-over",
         (),
         off_patch=(
-            "from tritonhttp.server.core._scheduler import FifoScheduler\n"
+            "from tritonhttp.server.core._fifo import FifoScheduler\n"
             "FifoScheduler._start = lambda self, inst, item: self._spawn(\n"
             "    self._run_item(inst, item))\n"
         ),

@@ -12,9 +12,11 @@ from ._admission import Admission
 from ._backend_api import ModelInstance
 from ._cache import ResponseCache
 from ._config import wire_datatype
+from ._dynamic_batcher import BatchingRules, DynamicBatcher
+from ._fifo import FifoScheduler
 from ._queue import PriorityQueue
 from ._rate_limit import Gate, RateLimiter
-from ._scheduler import BatchingRules, DynamicBatcher, FifoScheduler, Refusal, Scheduler
+from ._scheduler import Refusal, Scheduler
 from ._sequence import SequenceBatcher
 from ._stats import ModelStats
 from ._types import ExecutionTimes, InferRequest, InferResponse

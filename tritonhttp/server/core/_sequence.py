@@ -39,16 +39,11 @@ import numpy as np
 from ...utils._dtypes import TRITON_TO_NUMPY
 from ._admission import triton_map_order
 from ._config import wire_datatype
+from ._dynamic_batcher import BatchingRules, DynamicBatcher
 from ._errors import Code, CoreError
 from ._queue import Pending, PriorityQueue
 from ._rate_limit import Gate
-from ._scheduler import (
-    BatchingRules,
-    DynamicBatcher,
-    Executor,
-    Scheduler,
-    reschedule_refused,
-)
+from ._scheduler import Executor, Scheduler, reschedule_refused
 from ._types import InferRequest, InferResponse, InputTensor
 from .model_config_pb2 import ModelConfig, ModelSequenceBatching
 
