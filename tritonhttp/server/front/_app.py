@@ -1,76 +1,66 @@
-"""The ASGI application: Triton's routes, in Triton's order, with Triton's answers."""
+"""The ASGI application: Triton's routes, in Triton's order, with Triton's answers.
+
+:class:`HttpFrontend` is the application: its dispatch walks :data:`_ROUTES` (at the end of
+this module) and answers 403, 405 or 404 where Triton does, and it serves ``/infer`` itself
+(reading and parsing the request, tracing, admission, the direct hand-over to a backend
+that parses or answers in its own process). The other endpoint families are plain
+functions in their own modules: health, metadata, configuration and statistics in
+``_info_api.py``, trace and log settings in ``_settings_api.py``, the repository API in
+``_repository_api.py``, shared memory in ``_shm_api.py``; ``/generate`` in
+``_generate.py``. ``_routes.py`` defines what a route is; ``_infer_io.py`` the ASGI side of
+an ``/infer`` (its body read, the model awaited, the answer sent).
+"""
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import binascii
 import contextlib
-import functools
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable
 
-from ..core._bridge import instances_ready
-from ..core._core import EXTENSIONS, VERSION, ServerCore
+from ..core._core import ServerCore
 from ..core._errors import BackendError, Code, CoreError
 from ..core._model import ModelVersion
 from ..core._repo_files import parse_version
 from ..core._trace import Trace, trace_queued
-from ..core._types import InferRequest, InferResponse
-from ..http._extensions import DIRECT, ON_DISCONNECT, RESPOND, Answer, DirectLink
-from ..support import _json
+from ..core._types import InferRequest
+from ..http._extensions import DIRECT, ON_DISCONNECT, Answer, DirectLink
 from ._generate import handle_generate
-from ._http import (
-    JSON,
-    OCTET_STREAM,
-    TEXT,
-    Receive,
-    Scope,
-    Send,
-    error_body,
-    parse_body,
-    read_body,
-    response_headers,
-    send_error,
-    send_response,
-)
+from ._http import JSON, TEXT, Receive, Scope, Send, error_body, send_error, send_response
 from ._infer import (
     ParsedInfer,
     answer_spec,
     answerable_elsewhere,
-    compress,
-    encode_response,
-    inflate,
     parse_infer_request,
     pick_encoding,
 )
+from ._infer_io import (
+    finish,
+    infer_cancelled_on_leaving,
+    infer_watching,
+    read_infer_body,
+    send_answer,
+    traceparent,
+)
+from ._info_api import (
+    health,
+    model_config,
+    model_metadata,
+    model_ready,
+    server_health,
+    server_metadata,
+    statistics,
+)
 from ._reply import reply_for
+from ._repository_api import repository_index, repository_model
+from ._routes import Route, endpoint
+from ._settings_api import log_settings, trace_settings
+from ._shm_api import cuda_shm, system_shm
 
 __all__ = ["HttpFrontend"]
 
 log = logging.getLogger("tritonhttp.server")
-
-
-async def _infer_cancelled_on_leaving(
-    scope: Scope, model: ModelVersion, request: InferRequest
-) -> InferResponse:
-    """``model.infer(request)``, cancelled when the client goes away meanwhile (the
-    bundled HTTP server's disconnect callback)."""
-    scope[ON_DISCONNECT] = functools.partial(model.cancel, request)
-    try:
-        return await model.infer(request)
-    finally:
-        scope[ON_DISCONNECT] = None
-
-
-async def _finish(link: DirectLink, rest: bytes) -> None:
-    """Another process wrote the answer on ``link`` but ``rest``: the server sends it."""
-    waiting = link.finish(rest)
-    if waiting is not None:
-        await waiting
 
 
 def _server_only(body: bytearray | memoryview, header_len: int) -> bool:
@@ -80,12 +70,6 @@ def _server_only(body: bytearray | memoryview, header_len: int) -> bool:
     return head.find(b"shared_memory", 0, header_len) >= 0 or (
         head.find(b"classification", 0, header_len) >= 0
     )
-
-
-def _header_length(header: bytes) -> tuple[bytes, bytes]:
-    """The ``Inference-Header-Content-Length`` header of a binary answer whose JSON part is
-    ``header``."""
-    return (b"inference-header-content-length", b"%d" % len(header))
 
 
 def _batch_size_of(body: bytearray | memoryview, header_len: int) -> int:
@@ -107,103 +91,7 @@ def _batch_size_of(body: bytearray | memoryview, header_len: int) -> int:
 
 
 _NOT_FOUND = b'{"error":"Not Found"}'
-#: the answers of /v2/health/live and /v2/health/ready (as _health sends them)
-_HEALTHY: Answer = (200, tuple(response_headers(0, TEXT, length_first=True)), b"")
-_UNHEALTHY: Answer = (400, tuple(response_headers(0, TEXT, length_first=True)), b"")
 _NOT_ALLOWED = b'{"error":"Method Not Allowed"}'
-_MAX_INFLATE = 1 << 32
-
-
-async def _infer_watching(
-    model: ModelVersion, request: InferRequest, receive: Receive
-) -> InferResponse:
-    """Infer while listening for the client going away (any ASGI server)."""
-    infer = asyncio.ensure_future(model.infer(request))
-    if infer.done():
-        return infer.result()
-    watcher = asyncio.ensure_future(receive())
-    try:
-        done, _ = await asyncio.wait((infer, watcher), return_when=asyncio.FIRST_COMPLETED)
-        if (
-            watcher in done
-            and not watcher.cancelled()
-            and watcher.exception() is None
-            and watcher.result().get("type") == "http.disconnect"
-        ):
-            model.cancel(request)
-        return await infer
-    finally:
-        watcher.cancel()
-        if not infer.done():
-            infer.cancel()
-
-
-def _traceparent(scope: Scope) -> str:
-    """The request's W3C ``traceparent`` header, or ""."""
-    for k, v in scope["headers"]:
-        if k == b"traceparent":
-            return str(v.decode("latin-1"))
-    return ""
-
-
-def _atoi(raw: bytes) -> int:
-    """glibc's ``atoi``: leading spaces, optional sign, digits, junk after them ignored;
-    the value of ``strtol`` (saturated to 64 bits) cast to a 32-bit int (``2**32`` reads
-    as 0, ``2**31`` as ``-2**31``)."""
-    m = re.match(rb"\s*([+-]?\d+)", raw)
-    if not m:
-        return 0
-    value = max(min(int(m.group(1)), 2**63 - 1), -(2**63))
-    return (value + 2**31) % 2**32 - 2**31
-
-
-def _unload_dependents(body: bytearray | memoryview) -> bool:
-    """An unload request's ``parameters.unload_dependents`` (False where the body is empty,
-    malformed, or says nothing boolean: Triton ignores such a body)."""
-    if not body:
-        return False
-    try:
-        doc = parse_body(body)
-    except CoreError:
-        return False
-    params = doc.get("parameters") if isinstance(doc, dict) else None
-    if isinstance(params, dict) and isinstance(params.get("unload_dependents"), bool):
-        return bool(params["unload_dependents"])
-    return False
-
-
-def _load_parameters(body: bytearray | memoryview) -> tuple[str | None, dict[str, str]]:
-    """A load request's parameters: the ``config`` override (or None) and the
-    ``file:<path>`` contents by path."""
-    config: str | None = None
-    files: dict[str, str] = {}
-    if not body:
-        return config, files
-    doc = parse_body(body)
-    if not isinstance(doc, dict) or "parameters" not in doc:
-        return config, files
-    params = doc["parameters"]
-    if not isinstance(params, dict):
-        raise CoreError("attempt to get members for non-object", Code.INTERNAL)
-    for key, value in params.items():
-        if not isinstance(value, str):
-            raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
-        if key == "config":
-            config = value
-        elif key.startswith("file:"):
-            files[key[5:]] = value
-        else:
-            raise CoreError("unexpected error on creating Triton parameter", Code.INTERNAL)
-    return config, files
-
-
-def _unsigned(value: object) -> int:
-    """``value`` of an unsigned 64-bit JSON field, or Triton's error for anything else."""
-    if type(value) is not int or not 0 <= value < 2**64:
-        raise CoreError(
-            "attempt to access JSON non-unsigned-integer as unsigned-integer", Code.INTERNAL
-        )
-    return value
 
 
 class HttpFrontend:
@@ -261,15 +149,10 @@ class HttpFrontend:
             return None
         path = scope.get("raw_path")
         if path == b"/v2/health/live":
-            return self._server_health("live")
+            return server_health(self.core, "live")
         if path == b"/v2/health/ready":
-            return self._server_health("ready")
+            return server_health(self.core, "ready")
         return None
-
-    def _server_health(self, which: str) -> Answer:
-        repo = self.core.repository
-        ok = repo.live if which == "live" else repo.server_ready()
-        return _HEALTHY if ok else _UNHEALTHY
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -329,220 +212,6 @@ class HttpFrontend:
             return send_response(send, 405, _NOT_ALLOWED, JSON)
         return route.handler(self, scope, receive, send, *captures)
 
-    # ------------------------------------------------------------------ health & metadata
-
-    async def _health(self, scope: Scope, receive: Receive, send: Send, which: str) -> None:
-        """``/v2/health/live`` or ``/v2/health/ready`` (``which``)."""
-        status, headers, body = self._server_health(which)
-        await send({"type": "http.response.start", "status": status, "headers": list(headers)})
-        await send({"type": "http.response.body", "body": body})
-
-    async def _model_ready(
-        self, scope: Scope, receive: Receive, send: Send, name: str, version: str
-    ) -> None:
-        """Whether model ``name`` (its ``version``, else its latest) is ready: 200 or 400."""
-        try:
-            if version:  # (a version that does not parse: its own message)
-                parse_version(version)
-        except CoreError as e:
-            await send_response(send, 400, error_body(e.message), TEXT, length_first=True)
-            return
-        try:
-            ready = self.core.repository.is_ready(name, version)
-            if ready:  # the model's own is_ready(), where it has one
-                ready = await instances_ready(self.core.repository.get(name, version))
-        except CoreError:
-            ready = False
-        if ready:
-            await send_response(send, 200, b"", TEXT, length_first=True)
-        else:
-            await send_response(
-                send, 400, error_body("Model version not ready"), TEXT, length_first=True
-            )
-
-    async def _server_metadata(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The server's name, version and extensions."""
-        body = _json.dumps(
-            {"name": self.core.server_id, "version": VERSION, "extensions": EXTENSIONS}
-        )
-        await send_response(send, 200, body)
-
-    async def _model_metadata(
-        self, scope: Scope, receive: Receive, send: Send, name: str, version: str
-    ) -> None:
-        """Model ``name``'s metadata (of its ``version``, where given)."""
-        if version:  # (parsed before the model is looked up)
-            parse_version(version)
-        await send_response(send, 200, self.core.repository.metadata_json(name, version))
-
-    async def _model_config(
-        self, scope: Scope, receive: Receive, send: Send, name: str, version: str
-    ) -> None:
-        """Model ``name``'s configuration (of its ``version``, where given)."""
-        if version:
-            parse_version(version)
-        mv = self.core.repository.get(name, version)
-        await send_response(send, 200, mv.config_json)
-
-    # ------------------------------------------------------------------ statistics
-
-    async def _stats(
-        self, scope: Scope, receive: Receive, send: Send, name: str | None = None, version: str = ""
-    ) -> None:
-        """The statistics of model ``name`` (of its ``version``), or of every model."""
-        repo = self.core.repository
-        if name is None:
-            versions = repo.loaded_versions()
-        else:
-            v = parse_version(version) if version else None
-            entry = repo.models.get(name)
-            ready = entry.ready_versions() if entry is not None else []
-            if not ready:
-                raise CoreError(f"requested model '{name}' is not available")
-            if v is not None:
-                ready = [mv for mv in ready if mv.version == v]
-                if not ready:
-                    raise CoreError(f"requested model version is not available for model '{name}'")
-        else_versions = versions if name is None else ready
-        body = _json.dumps(
-            {"model_stats": [mv.stats.as_json(mv.name, mv.version) for mv in else_versions]}
-        )
-        await send_response(send, 200, body)
-
-    # ------------------------------------------------------------------ trace & logging
-
-    async def _trace(
-        self, scope: Scope, receive: Receive, send: Send, name: str | None = None
-    ) -> None:
-        """The trace settings of model ``name``, or the server's: read (GET), updated (POST)."""
-        trace = self.core.trace
-        if name is not None and not self.core.repository.is_ready(name):
-            raise CoreError(f"Request for unknown model : {name}")
-        if scope["method"] == "POST":
-            body = await read_body(receive)
-            trace.update(parse_body(body), name)
-        await send_response(send, 200, _json.dumps(trace.view(name)))
-
-    async def _logging(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The log settings: read (GET), updated (POST)."""
-        settings = self.core.log
-        if scope["method"] == "POST":
-            body = await read_body(receive)
-            settings.update(parse_body(body))
-        await send_response(send, 200, _json.dumps(settings.view()))
-
-    # ------------------------------------------------------------------ repository
-
-    async def _repository_index(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The repository index: every model, or only the ready ones (``{"ready": true}``)."""
-        body = await read_body(receive)
-        ready = False
-        if body:
-            doc = parse_body(body)
-            if isinstance(doc, dict) and "ready" in doc:
-                if not isinstance(doc["ready"], bool):
-                    raise CoreError("attempt to access JSON non-boolean as boolean", Code.INTERNAL)
-                ready = doc["ready"]
-        await send_response(send, 200, _json.dumps(self.core.repository.index(ready)))
-
-    async def _repository_model(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        repo_name: str | None,
-        name: str,
-        action: str,
-    ) -> None:
-        """Load or unload (``action``) model ``name`` (explicit model control only)."""
-        repo = self.core.repository
-        body = await read_body(receive)
-        if repo_name is not None:
-            raise CoreError("'repository_name' specification is not supported", Code.UNSUPPORTED)
-        if repo.mode != "explicit":
-            raise CoreError(
-                "explicit model load / unload is not allowed if polling is enabled",
-                Code.UNAVAILABLE,
-            )
-        if action == "unload":
-            await repo.unload(name, _unload_dependents(body))
-        else:
-            config, files = _load_parameters(body)
-            await repo.load(name, config, files or None)
-        await send_response(send, 200, b"")
-
-    # ------------------------------------------------------------------ shared memory
-
-    async def _system_shm(
-        self, scope: Scope, receive: Receive, send: Send, region: str | None, action: str
-    ) -> None:
-        """System shared memory: the ``status`` of ``region`` (None: of every region), or
-        its ``register`` or ``unregister`` (None: every region's)."""
-        if await self._shm_query(receive, send, region, action, "system"):
-            return
-        if region is None:
-            raise CoreError("'region name' is necessary to register system shared memory region")
-        doc = parse_body(await read_body(receive))
-        if not isinstance(doc, dict) or "key" not in doc:
-            raise CoreError("Shared memory register request has no 'key' field")
-        key = doc["key"]
-        if not isinstance(key, str):
-            raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
-        key = key.partition("\0")[0]  # Triton reads the key as a C string
-        offset = _unsigned(doc.get("offset", 0))
-        if "byte_size" not in doc:
-            raise CoreError("Shared memory register request has no 'byte_size' field")
-        self.core.shm.register(region, key, offset, _unsigned(doc["byte_size"]))
-        await send_response(send, 200, b"")
-
-    async def _cuda_shm(
-        self, scope: Scope, receive: Receive, send: Send, region: str | None, action: str
-    ) -> None:
-        """CUDA shared memory: the ``status`` of ``region`` (None: of every region), or its
-        ``register`` or ``unregister`` (None: every region's)."""
-        if await self._shm_query(receive, send, region, action, "cuda"):
-            return
-        if region is None:
-            raise CoreError("'region name' is necessary to register cuda shared memory region")
-        doc = parse_body(await read_body(receive))
-        if not isinstance(doc, dict) or "raw_handle" not in doc:
-            raise CoreError("Shared memory register request has no 'raw_handle' field")
-        handle = doc["raw_handle"]
-        if not isinstance(handle, dict) or "b64" not in handle:
-            raise CoreError("attempt to access non-existing object member 'b64'", Code.INTERNAL)
-        if not isinstance(handle["b64"], str):
-            raise CoreError("attempt to access JSON non-string as string", Code.INTERNAL)
-        values = {}
-        for key in ("byte_size", "device_id"):  # (in Triton's order)
-            if key not in doc:
-                raise CoreError(
-                    f"attempt to access non-existing object member '{key}'", Code.INTERNAL
-                )
-            values[key] = _unsigned(doc[key])
-        try:
-            raw = base64.b64decode(handle["b64"], validate=True)
-        except (binascii.Error, ValueError):
-            raw = b""
-        # Without cuda-python or a GPU the handle cannot be opened: Triton's CPU-only answer.
-        self.core.shm.register_cuda(region, raw, values["device_id"], values["byte_size"])
-        await send_response(send, 200, b"")
-
-    async def _shm_query(
-        self, receive: Receive, send: Send, region: str | None, action: str, kind: str
-    ) -> bool:
-        """Answer a ``status`` or ``unregister`` of ``kind`` shared memory: True; False for
-        a ``register`` (the caller's)."""
-        shm = self.core.shm
-        if action == "status":
-            await send_response(send, 200, _json.dumps(shm.status(region, kind)))
-            return True
-        if action == "unregister":
-            await read_body(receive)
-            shm.unregister(region, kind)
-            await send_response(send, 200, b"")
-            return True
-        return False
-
     # ------------------------------------------------------------------ inference
 
     async def _infer(
@@ -572,7 +241,7 @@ class HttpFrontend:
             if trace is not None:
                 await self._infer_traced(scope, receive, send, model, trace)
                 return
-        read = await self._infer_body(scope, receive, send)
+        read = await read_infer_body(scope, receive, send)
         if read is None:
             return
         body, header_len, accept = read
@@ -599,14 +268,14 @@ class HttpFrontend:
                 return
             if ON_DISCONNECT in scope:  # the bundled HTTP server reports a lost client
                 link = self._reply_link(scope, model, parsed, identity)
-                response = await _infer_cancelled_on_leaving(scope, model, request)
+                response = await infer_cancelled_on_leaving(scope, model, request)
                 if response.answered:
                     assert link is not None
-                    await _finish(link, response.rest)
+                    await finish(link, response.rest)
                     return
             else:
-                response = await _infer_watching(model, request, receive)
-            await self._answer(scope, send, model, parsed, response, accept)
+                response = await infer_watching(model, request, receive)
+            await send_answer(scope, send, model, parsed, response, accept)
         finally:
             for region in regions:
                 region.users -= 1
@@ -631,7 +300,7 @@ class HttpFrontend:
         the server parses and answers it itself (no hand-over to the backend)."""
         trace.stamp("HTTP_RECV_START", trace.start_ns)
         try:
-            read = await self._infer_body(scope, receive, send)
+            read = await read_infer_body(scope, receive, send)
             if read is None:
                 return
             trace.stamp("HTTP_RECV_END")
@@ -640,7 +309,7 @@ class HttpFrontend:
             request = parsed.request
             request.trace = trace
             trace.request_id = request.id
-            trace.context = _traceparent(scope)
+            trace.context = traceparent(scope)
             regions = request.regions
             for region in regions:
                 region.users += 1
@@ -651,13 +320,13 @@ class HttpFrontend:
                     return
                 trace_queued(request)
                 if ON_DISCONNECT in scope:
-                    response = await _infer_cancelled_on_leaving(scope, model, request)
+                    response = await infer_cancelled_on_leaving(scope, model, request)
                 else:
-                    response = await _infer_watching(model, request, receive)
+                    response = await infer_watching(model, request, receive)
                 trace.stamp("INFER_RESPONSE_COMPLETE")
                 trace.stamp("REQUEST_END")
                 trace.stamp("HTTP_SEND_START")
-                await self._answer(scope, send, model, parsed, response, accept)
+                await send_answer(scope, send, model, parsed, response, accept)
                 trace.stamp("HTTP_SEND_END")
             finally:
                 for region in regions:
@@ -689,64 +358,17 @@ class HttpFrontend:
                 return False
         request.start_ns = time.monotonic_ns()
         request.reply = reply_for(link, None, (body, header_len))
-        response = await _infer_cancelled_on_leaving(scope, model, request)
+        response = await infer_cancelled_on_leaving(scope, model, request)
         if response.declined:
             return False
         if response.answered:
-            await _finish(link, response.rest)
+            await finish(link, response.rest)
         elif response.error is not None:  # the model's error
             await send_error(send, response.error, TEXT)
         else:  # outputs the backend could not write itself (the body parses: so it does here)
             parsed = parse_infer_request(body, header_len, model, self.core.shm)
-            await self._answer(scope, send, model, parsed, response, accept)
+            await send_answer(scope, send, model, parsed, response, accept)
         return True
-
-    async def _infer_body(
-        self, scope: Scope, receive: Receive, send: Send
-    ) -> tuple[bytearray | memoryview, int, bytes | None] | None:
-        """An ``/infer`` request's (decompressed) body, the length of its JSON header and
-        its Accept-Encoding; None when an error was sent instead."""
-        encoding = ihcl_raw = accept = None
-        expected = 0
-        for k, v in scope["headers"]:
-            if k == b"inference-header-content-length":
-                ihcl_raw = v
-            elif k == b"content-encoding":
-                encoding = v
-            elif k == b"accept-encoding":
-                accept = v
-            elif k == b"content-length" and v.isdigit():
-                expected = min(int(v), 1 << 34)
-        message = await receive()
-        if message.get("more_body", False):
-            body = await read_body(receive, expected, scope, message)
-        else:  # (the whole body at once: no extra frame)
-            body = bytearray(message.get("body", b""))
-        if encoding is not None and encoding not in (b"", b"identity"):
-            if encoding not in (b"gzip", b"deflate"):
-                await send_response(
-                    send, 501, error_body("Unsupported compression type"), TEXT,
-                    headers=[(b"accept-encoding", b"gzip, deflate")], length_first=False,
-                )  # fmt: skip
-                return None
-            if not body:
-                await send_error(send, CoreError("nothing to be decompressed"), TEXT)
-                return None
-            try:
-                body = inflate(body, _MAX_INFLATE)
-            except CoreError as e:
-                await send_error(send, e, TEXT)
-                return None
-        total = len(body)
-        if ihcl_raw is None:
-            return body, total, accept
-        header_len = _atoi(ihcl_raw)
-        if header_len < 0 or header_len > total:
-            got = ihcl_raw.decode("latin-1")
-            msg = f"inference header size should be in range (0, {total}), got: {got}"
-            await send_error(send, CoreError(msg), TEXT)
-            return None
-        return body, header_len, accept
 
     def _forward_headers(self, scope: Scope, request: InferRequest) -> None:
         """Copy the headers ``--http-header-forward-pattern`` matches into the request's
@@ -779,63 +401,6 @@ class HttpFrontend:
             parsed.request.reply = reply_for(link, answer_spec(parsed, model))
         return link
 
-    async def _answer(
-        self,
-        scope: Scope,
-        send: Send,
-        model: ModelVersion,
-        parsed: ParsedInfer,
-        response: InferResponse,
-        accept: bytes | None,
-    ) -> None:
-        """Send ``response`` to the request ``parsed``: its error, or its outputs."""
-        if response.error is not None:
-            await send_error(send, response.error, TEXT)
-            return
-        try:
-            header, blobs = encode_response(parsed, response, model)
-        except CoreError as e:
-            await send_error(send, e, TEXT)
-            return
-        respond = scope.get(RESPOND) if not accept else None
-        if respond is not None:  # (uncompressed: the whole answer in one write)
-            if blobs:
-                waiting = respond(200, OCTET_STREAM, [header, *blobs], (_header_length(header),))
-            else:
-                waiting = respond(200, JSON, header)
-            if waiting is not None:
-                await waiting
-            return
-        if not blobs and not accept:
-            await send_response(send, 200, header)
-            return
-        # shared memory: the blobs may be views of a region; it stays registered (in
-        # use) until they are sent
-        await self._send_infer_response(send, header, blobs, accept)
-
-    async def _send_infer_response(
-        self, send: Send, header: bytes, blobs: list[bytes | memoryview], accept: bytes | None
-    ) -> None:
-        out_headers: list[tuple[bytes, bytes]] = [(b"content-type", JSON)]
-        if blobs:
-            out_headers[0] = (b"content-type", OCTET_STREAM)
-            out_headers.append(_header_length(header))
-        coding = pick_encoding(accept)
-        if coding is not None:
-            payload = compress(header + b"".join(blobs), coding)
-            out_headers.append((b"content-encoding", coding.encode()))
-            header, blobs = payload, []
-        total = len(header) + sum(len(b) if isinstance(b, bytes) else b.nbytes for b in blobs)
-        out_headers.append((b"content-length", str(total).encode()))
-        await send({"type": "http.response.start", "status": 200, "headers": out_headers})
-        if not blobs:
-            await send({"type": "http.response.body", "body": header})
-            return
-        await send({"type": "http.response.body", "body": header, "more_body": True})
-        last = len(blobs) - 1
-        for i, blob in enumerate(blobs):
-            await send({"type": "http.response.body", "body": blob, "more_body": i != last})
-
     async def _generate(
         self, scope: Scope, receive: Receive, send: Send, name: str, version: str, action: str
     ) -> None:
@@ -846,53 +411,6 @@ class HttpFrontend:
 
 
 # ---------------------------------------------------------------------- the routes
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """One endpoint of Triton's HTTP API: which requests reach which handler.
-
-    A request reaches the endpoint when its path equals ``path`` (``pattern`` None) or
-    fully matches ``pattern`` (whose matches all start with ``path``). It is then answered
-    403 if the API group ``api`` is restricted (``--http-restricted-api``) and the request
-    lacks the group's header, else 405 if its method is not one of ``methods``, else by
-    ``handler(frontend, scope, receive, send, *captures)``: the pattern's groups, with
-    ``absent`` for an optional group that took no part in the match.
-    """
-
-    path: str
-    pattern: re.Pattern[str] | None
-    api: str
-    methods: tuple[str, ...]
-    handler: Callable[..., Awaitable[None]]
-    absent: str | None = None
-    #: Triton answers this endpoint's 405 as text/plain, Content-Length first (else JSON)
-    text_405: bool = False
-
-
-#: the start of a regular expression before its first special character
-_LITERAL_START = re.compile(r"[^\\.^$*+?{}\[\]|()]*")
-
-
-def _endpoint(
-    path: str,
-    api: str,
-    methods: tuple[str, ...],
-    handler: Callable[..., Awaitable[None]],
-    *,
-    absent: str | None = None,
-    text_405: bool = False,
-) -> Route:
-    """The :class:`Route` of ``path``: a regular expression (alternatives grouped, never
-    ``a|b`` at its top level), or (without any of its special characters) a literal path.
-    ``Route.path`` is the literal start that every match of the expression has."""
-    literal = _LITERAL_START.match(path)
-    assert literal is not None
-    start = literal.group()
-    if path[len(start) : len(start) + 1] in ("?", "*", "{"):  # (its last character optional)
-        start = start[:-1]
-    pattern = None if start == path else re.compile(path)
-    return Route(start, pattern, api, methods, handler, absent, text_405)
 
 
 _F = HttpFrontend
@@ -908,28 +426,26 @@ _REGION = r"(?:/region/([^/]+))?"
 #: as a model named ``stats``); no other two entries share a path. A model's trace
 #: settings have no version (with one: 404, not 403 or 405).
 _ROUTES: tuple[Route, ...] = (
-    _endpoint(_MODEL + "/infer", "inference", _POST, _F._infer, absent="", text_405=True),
-    _endpoint(_MODEL + "/ready", "health", _GET, _F._model_ready, absent="", text_405=True),
-    _endpoint("/v2/models/stats", "statistics", _GET, _F._stats),
-    _endpoint(_MODEL, "metadata", _GET, _F._model_metadata, absent=""),
-    _endpoint(_MODEL + "/config", "model-config", _GET, _F._model_config, absent=""),
-    _endpoint(_MODEL + "/stats", "statistics", _GET, _F._stats, absent=""),
-    _endpoint(r"/v2/models/([^/]+)/trace/setting", "trace", _GET_POST, _F._trace),
-    _endpoint(_MODEL + "/(generate|generate_stream)", "inference", _POST, _F._generate, absent=""),
-    _endpoint("/v2/logging", "logging", _GET_POST, _F._logging),
-    _endpoint("/v2", "metadata", _GET, _F._server_metadata),
-    _endpoint("/v2/health/(live|ready)", "health", _GET, _F._health, text_405=True),
-    _endpoint("/v2/systemsharedmemory" + _REGION + "/(status)", "shared-memory", _GET,
-              _F._system_shm),
-    _endpoint("/v2/systemsharedmemory" + _REGION + "/(register|unregister)", "shared-memory",
-              _POST, _F._system_shm),
-    _endpoint("/v2/cudasharedmemory" + _REGION + "/(status)", "shared-memory", _GET,
-              _F._cuda_shm),
-    _endpoint("/v2/cudasharedmemory" + _REGION + "/(register|unregister)", "shared-memory",
-              _POST, _F._cuda_shm),
-    _endpoint(r"/v2/repository(?:/[^/]+)?/index", "model-repository", _POST,
-              _F._repository_index),
-    _endpoint(r"/v2/repository(?:/([^/]+))?/models/([^/]+)/(load|unload)", "model-repository",
-              _POST, _F._repository_model),
-    _endpoint("/v2/trace/setting", "trace", _GET_POST, _F._trace),
+    endpoint(_MODEL + "/infer", "inference", _POST, _F._infer, absent="", text_405=True),
+    endpoint(_MODEL + "/ready", "health", _GET, model_ready, absent="", text_405=True),
+    endpoint("/v2/models/stats", "statistics", _GET, statistics),
+    endpoint(_MODEL, "metadata", _GET, model_metadata, absent=""),
+    endpoint(_MODEL + "/config", "model-config", _GET, model_config, absent=""),
+    endpoint(_MODEL + "/stats", "statistics", _GET, statistics, absent=""),
+    endpoint(r"/v2/models/([^/]+)/trace/setting", "trace", _GET_POST, trace_settings),
+    endpoint(_MODEL + "/(generate|generate_stream)", "inference", _POST, _F._generate, absent=""),
+    endpoint("/v2/logging", "logging", _GET_POST, log_settings),
+    endpoint("/v2", "metadata", _GET, server_metadata),
+    endpoint("/v2/health/(live|ready)", "health", _GET, health, text_405=True),
+    endpoint("/v2/systemsharedmemory" + _REGION + "/(status)", "shared-memory", _GET,
+             system_shm),
+    endpoint("/v2/systemsharedmemory" + _REGION + "/(register|unregister)", "shared-memory",
+             _POST, system_shm),
+    endpoint("/v2/cudasharedmemory" + _REGION + "/(status)", "shared-memory", _GET, cuda_shm),
+    endpoint("/v2/cudasharedmemory" + _REGION + "/(register|unregister)", "shared-memory",
+             _POST, cuda_shm),
+    endpoint(r"/v2/repository(?:/[^/]+)?/index", "model-repository", _POST, repository_index),
+    endpoint(r"/v2/repository(?:/([^/]+))?/models/([^/]+)/(load|unload)", "model-repository",
+             _POST, repository_model),
+    endpoint("/v2/trace/setting", "trace", _GET_POST, trace_settings),
 )  # fmt: skip
