@@ -20,7 +20,7 @@ import pytest
 
 import triton_python_backend_utils
 from tritonhttp.server import _launch
-from tritonhttp.server.backends.python import _forkserver, _process
+from tritonhttp.server.backends.python import _forkserver, _worker_process
 
 from ._http import infer, output
 from .conftest import until
@@ -301,7 +301,7 @@ output [ { name: "PIDS" data_type: TYPE_INT64 dims: [ 2 ] } ]
 
 
 @pytest.mark.skipif(
-    not hasattr(_process, "_forkserver"), reason="the server does not use the zygote yet"
+    not hasattr(_worker_process, "_forkserver"), reason="the server does not use the zygote yet"
 )
 def test_a_server_forks_its_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The server's workers come from one zygote, print to the server's log, answer,

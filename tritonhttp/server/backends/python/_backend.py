@@ -24,10 +24,11 @@ from ._inprocess import InProcessInstance
 from ._messages import AutoComplete, Init
 from ._output_check import OutputCheck
 from ._polling import ReplyPoll
-from ._process import ProcessInstance, WorkerContext, run_auto_complete
+from ._process import ProcessInstance
 from ._runner import InstanceRunner
 from ._services import InProcessRuntime, ModelServices
 from ._settings import BackendSettings
+from ._worker_process import WorkerContext, run_auto_complete
 
 __all__ = ["PythonBackend"]
 

@@ -1,34 +1,31 @@
 """A worker process: runs one model instance (or one ``auto_complete_config``) for the
 server, as Triton's ``triton_python_backend_stub`` does.
 
-Started by :mod:`._process` as a fresh interpreter (``python -I _worker_boot.py``);
-imports only the standard library, numpy, ``triton_python_backend_utils`` and the
-modules of this folder that need nothing else. The boot hands it the server's reply
-codec (:mod:`._direct`), with which it writes successful answers to the client
-connections the server passes it, and parses the requests handed to it unparsed.
+Started by :mod:`._worker_process` through ``_worker_boot.py``: forked from the server's
+zygote (:mod:`._forkserver`) or as a fresh interpreter. It imports only the standard
+library, numpy, ``triton_python_backend_utils`` and the modules of this folder that need
+nothing else. The boot hands it the server's reply codec (:mod:`._direct`), with which
+it writes successful answers to the client connections the server passes it, and parses
+the requests handed to it unparsed.
 
 Threads: the main thread runs ``initialize``/``execute``/``finalize``. Any thread that
 waits for the server (the main thread between batches, a model thread in a BLS call or
-``is_cancelled()``) reads the control socket itself when nobody else does, and hands
-what it reads to whoever it is for ("leader/follower"), so a request costs no thread
-hand-off here.
+``is_cancelled()``) reads the control socket (:mod:`._channel`) itself when nobody else
+does, and hands what it reads to whoever it is for ("leader/follower"), so a request
+costs no thread hand-off here. The clients' shared-memory regions of the batch being run
+are :mod:`._worker_regions`' (:class:`~._worker_regions.BatchRegions`).
 """
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import gc
-import mmap
 import os
-import select
 import signal
 import socket
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,178 +38,16 @@ from ...core._admission import Admission
 from ...support import _platform
 from . import _messages as msg
 from ._arena import Consumer, Producer
+from ._channel import Channel
 from ._convert import pb_request
 from ._direct import DIRECT_MAX, ReplyCodec, ReplyWriter, RequestParser
 from ._execution import ModelError, ModelHost, auto_complete, load_model_class
-from ._ipc import (
-    DTYPES,
-    MAPPED_MIN,
-    map_private,
-    place_output,
-    read_block,
-    recv_fd,
-    send_fd,
-    settle_private,
-    write_block,
-)
+from ._ipc import DTYPES, read_block, recv_fd, write_block
 from ._polling import MessagePoll
 from ._priority import SlowModelPriority
+from ._worker_regions import BatchRegions, Dest, close_dests
 
 __all__ = ["main"]
-
-
-class Channel:
-    """The worker's end of the control socket, shared by all its threads."""
-
-    def __init__(self, sock: socket.socket, fd_sock: socket.socket) -> None:
-        self.sock = sock
-        self.fd_sock = fd_sock
-        self._send_lock = threading.Lock()
-        self._cond = threading.Condition()
-        self._reading = False
-        self._waiting = 0  # threads in ``_cond.wait()``
-        self._inside = 0  # threads in ``wait_until``
-        self._frames = msg.FrameReader()
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        self.inbox: collections.deque[msg.Message] = collections.deque()
-        self.replies: dict[int, msg.CallResult] = {}
-        self.route: Callable[[msg.Message], None] = lambda m: None
-        self.closed = False
-        self.poll = MessagePoll()
-
-    def send(self, message: msg.Message) -> None:
-        data = msg.encode(message)
-        with self._send_lock:
-            self.sock.sendall(data)
-
-    def send_segment(self, segment_id: int, fd: int, size: int) -> None:
-        with self._send_lock:
-            send_fd(self.fd_sock, fd)
-            self.sock.sendall(msg.encode(msg.Segment(segment_id, size)))
-
-    def wake(self) -> None:
-        """Make the reading thread re-check its condition (something else changed)."""
-        with contextlib.suppress(BlockingIOError):
-            os.write(self._wake_w, b"w")
-        with self._cond:
-            self._cond.notify_all()
-
-    def wait_until(self, ready: Callable[[], bool], wakeable: bool = False) -> None:
-        """Block until ``ready()``; read and route messages meanwhile when nobody else
-        does. ``wakeable``: ``ready()`` may also turn true without a message (then
-        :meth:`wake` is called), so the socket is read with ``select``."""
-        with self._cond:
-            self._inside += 1
-            try:
-                while not ready():
-                    self._take_turn(wakeable)
-            finally:
-                self._inside -= 1
-
-    def pumped(self) -> bool:
-        """Whether a thread waits in :meth:`wait_until` now (and so routes messages)."""
-        return self._inside > 0
-
-    def _take_turn(self, wakeable: bool) -> None:
-        """(Holding ``_cond``.) Read and route one lot of messages, or wait while another
-        thread does."""
-        cond = self._cond
-        if self._reading:
-            self._waiting += 1
-            try:
-                cond.wait()
-            finally:
-                self._waiting -= 1
-            return
-        self._reading = True
-        cond.release()
-        try:
-            messages = self._read(wakeable)
-        finally:
-            cond.acquire()
-            self._reading = False
-        for m in messages:
-            if type(m) in msg.MAIN_THREAD:
-                self.inbox.append(m)
-            else:
-                self.route(m)
-        if self._waiting:
-            cond.notify_all()
-
-    def _read(self, wakeable: bool) -> list[msg.Message]:
-        poll = self.poll
-        if poll.spin_s and not wakeable:
-            start = time.perf_counter()
-            if poll.worth_it():
-                messages = self._spin(start + poll.spin_s)
-                if messages:
-                    poll.gap_s = time.perf_counter() - start
-                    return messages
-            data = self.sock.recv(1 << 18)
-            poll.gap_s = time.perf_counter() - start
-            if not data:
-                os._exit(0)
-            messages = self._frames.feed(data)
-            if messages:
-                return messages
-        while not wakeable:
-            data = self.sock.recv(1 << 18)
-            if not data:
-                os._exit(0)  # the server is gone: nothing left to do for anyone
-            messages = self._frames.feed(data)
-            if messages:
-                return messages
-        while True:
-            fds: list[Any] = [self.sock.fileno(), self._wake_r]
-            ready, _, _ = select.select(fds, [], [])
-            if self._wake_r in ready:
-                try:
-                    while os.read(self._wake_r, 4096):
-                        pass
-                except BlockingIOError:
-                    pass
-                if fds[0] not in ready:
-                    return []
-            data = self.sock.recv(1 << 18)
-            if not data:
-                # the server is gone: nothing left to do for anyone
-                os._exit(0)
-            messages = self._frames.feed(data)
-            if messages:
-                return messages
-
-    def _spin(self, deadline: float) -> list[msg.Message]:
-        """Poll the socket until a message or ``deadline`` (:class:`MessagePoll`): a
-        non-blocking ``recv`` between yields of the CPU."""
-        recv, yield_cpu = self.sock.recv, _platform.yield_cpu
-        while True:
-            try:
-                data = recv(1 << 18, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                if time.perf_counter() < deadline:
-                    yield_cpu()  # whoever else wants this CPU goes first
-                    continue
-                return []
-            if not data:
-                os._exit(0)
-            messages = self._frames.feed(data)
-            if messages:
-                return messages
-
-    def next_main(self) -> msg.Message:
-        """The next message for the main thread."""
-        inbox = self.inbox
-        with self._cond:
-            while not inbox:
-                self._take_turn(False)
-            return inbox.popleft()
-
-
-#: where an output asked into a client's system region goes: (descriptor of the region's
-#: object or -1, offset in the object, byte size, the object's (st_dev, st_ino))
-Dest = tuple[int, int, int, tuple[int, int]]
 
 
 class _Link:
@@ -324,15 +159,9 @@ class Worker:
         #: client connections the server handed over (key -> socket, its writer); main
         #: thread only, but added by whichever thread reads the channel
         self.connections: dict[int, tuple[socket.socket, ReplyWriter | None]] = {}
-        #: clients' shared-memory objects for mapped inputs (handle -> descriptor); added
-        #: by whichever thread reads the channel, taken by the main thread
-        self.region_fds: dict[int, int] = {}
-        #: the private mappings of the inputs of the batch being run (main thread)
-        self.mapped: list[mmap.mmap] = []
-        #: where those inputs are: ((st_dev, st_ino) of the object, start, end)
-        self.mapped_ranges: list[tuple[tuple[int, int], int, int]] = []
-        #: the batch's requests with outputs asked into clients' system regions
-        self.placing: list[_Link] = []
+        #: the clients' shared-memory objects the server passed, and what the batch
+        #: being run mapped from them or writes into them
+        self.regions = BatchRegions()
         #: the codec's parser and the model's admission rules, when this worker takes
         #: requests unparsed
         self.parser: RequestParser | None = None
@@ -356,7 +185,7 @@ class Worker:
             case msg.DropSegment(segment_id):
                 self.inputs.drop(segment_id)
             case msg.RegionFd(handle):
-                self.region_fds[handle] = recv_fd(self.channel.fd_sock)
+                self.regions.fds[handle] = recv_fd(self.channel.fd_sock)
             case msg.Connection(key, writer):
                 sock = socket.socket(fileno=recv_fd(self.channel.fd_sock))
                 codec = self.codec
@@ -401,26 +230,8 @@ class Worker:
         """A request's input tensors: from its block, and mapped from clients'
         shared-memory objects (raises OSError when one cannot be mapped)."""
         tensors = self.block_in(d.block)
-        if not d.mapped:
-            return tensors
-        fds = [self.region_fds.pop(m[4]) for m in d.mapped]
-        try:
-            for (position, name, wire, shape, _, offset, nbytes), fd in zip(
-                d.mapped, fds, strict=True
-            ):
-                try:
-                    st = os.fstat(fd)
-                    data, mm = map_private(fd, offset, nbytes, wire, shape)
-                except (OSError, ValueError) as e:
-                    raise OSError(
-                        f"failed to map input '{name}' from its shared memory region: {e}"
-                    ) from None
-                self.mapped.append(mm)
-                self.mapped_ranges.append(((st.st_dev, st.st_ino), offset, offset + nbytes))
-                tensors.insert(position, Tensor._wrap(name, wire, data))
-        finally:
-            for fd in fds:
-                os.close(fd)
+        if d.mapped:
+            self.regions.map_inputs(d.mapped, tensors)
         return tensors
 
     def encode_response(
@@ -442,71 +253,11 @@ class Worker:
             outputs = [t for t in outputs if t._name in wanted]
         placed = None
         if dests and self._batch is not None and threading.get_ident() == self._main:
-            placed = self._place_outputs(outputs, dests)
+            placed = self.regions.place_outputs(outputs, dests)
             if placed is not None:
                 done = {p[0] for p in placed}
                 outputs = [t for i, t in enumerate(outputs) if i not in done]
         return msg.OutputsDesc(self.block_out(outputs), response._parameters or None, placed)
-
-    def _place_outputs(
-        self, outputs: list[Tensor], dests: dict[str, Dest]
-    ) -> list[tuple[int, str, str, tuple[int, ...]]] | None:
-        """Write the large outputs of a response into their clients' regions; what was
-        written (``OutputsDesc.placed``), None: nothing. Only a response the front end
-        will take whole: every output the client asked into a region fits it, and no
-        other output may fail to encode (FP16 and BF16 as JSON do), so that its regions
-        are written exactly when they would be without this. An output that overlaps an
-        input mapped for the batch (the front end writes it after the batch) or that
-        the object no longer holds stays in the arena; after the latter none is written
-        (the front end's check of it fails the response, as it would have)."""
-        names = set()
-        for t in outputs:
-            if t._name in names:
-                return None
-            names.add(t._name)
-            dest = dests.get(t._name)
-            if dest is None:
-                if t._wire in ("FP16", "BF16"):
-                    return None
-            elif t._wire == "BYTES" or t._array.nbytes > dest[2]:
-                return None
-        placed = None
-        for position, t in enumerate(outputs):
-            dest = dests.get(t._name)
-            if dest is None or not self._placeable(t, dest):
-                continue
-            fd, offset, _, _ = dest
-            try:
-                written = place_output(fd, offset, t._array)
-            except (OSError, ValueError):
-                written = False
-            if not written:
-                break
-            if placed is None:
-                placed = []
-            placed.append((position, t._name, t._wire, tuple(map(int, t._array.shape))))
-        return placed
-
-    def _placeable(self, t: Tensor, dest: Dest) -> bool:
-        """Whether the worker writes output ``t`` into its region itself: a large one in
-        the wire's layout, with the region's object at hand, away from the batch's
-        mapped inputs (writing the client's pages under a private mapping that still
-        shares them would change what the model holds)."""
-        fd, offset, _, identity = dest
-        array = t._array
-        nbytes = int(array.nbytes)
-        if (
-            fd < 0
-            or nbytes < MAPPED_MIN
-            or array.dtype.byteorder == ">"
-            or array.dtype.itemsize != DTYPES[t._wire].itemsize
-        ):
-            return False
-        end = offset + nbytes
-        return not any(
-            obj == identity and start < end and offset < stop
-            for obj, start, stop in self.mapped_ranges
-        )
 
     def answer_client(
         self, answer: Any, response: InferenceResponse, wanted: set[str] | None
@@ -669,19 +420,19 @@ class Worker:
         added to ``failed``)."""
         host = self.host
         assert host is not None
-        dests = self._dests(d.dests) if d.dests else None
+        dests = self.regions.dests(d.dests) if d.dests else None
         try:
             inputs = self.request_inputs(d)
         except OSError as e:
             if dests is not None:
-                _close_dests(dests)
+                close_dests(dests)
             failed.append(msg.Final(d.token, msg.ErrorDesc(ErrorCode.INTERNAL.value, str(e)), True))
             return None
         wanted = set(d.wanted)
         link = _Link(self, d.token, host.decoupled, wanted, d.answer)
         if dests is not None:
             link.dests = dests
-            self.placing.append(link)
+            self.regions.placing.append(link)
         return InferenceRequest._server_side(
             d.request_id,
             d.correlation_id,
@@ -693,22 +444,6 @@ class Worker:
             link,
             d.trace,
         )
-
-    def _dests(self, dests: list[tuple[str, int, int, int]]) -> dict[str, Dest]:
-        """A request's ``ExecRequest.dests`` with the descriptors of their objects."""
-        out: dict[str, Dest] = {}
-        for name, handle, offset, byte_size in dests:
-            fd, identity = -1, (0, 0)
-            if handle >= 0:
-                fd = self.region_fds.pop(handle)
-                try:
-                    st = os.fstat(fd)
-                    identity = (st.st_dev, st.st_ino)
-                except OSError:
-                    os.close(fd)
-                    fd = -1
-            out[name] = (fd, offset, byte_size, identity)
-        return out
 
     def execute_unparsed(self, m: msg.ExecUnparsed) -> None:
         """Parse, check and run a request the front did not parse, or decline it."""
@@ -770,10 +505,11 @@ class Worker:
             self._batch = None
         self.priority.executed(time.perf_counter_ns() - started, len(requests))
         requests.clear()  # (the callers' list too: inputs no longer used are let go)
-        if self.mapped:
-            self._settle_mapped()
-        if self.placing:
-            self._end_placing()
+        regions = self.regions
+        if regions.mapped:
+            regions.settle_mapped()
+        if regions.placing:
+            regions.end_placing()
         if taken is not None and rescheduled is not None:
             flags = iter(rescheduled)
             rescheduled = [next(flags) if t else False for t in taken]
@@ -783,23 +519,6 @@ class Worker:
                 self.channel.send(msg.DoneAnswered(batch_id, token))
                 return
         self.channel.send(msg.Done(batch_id, batch, rescheduled, sizes))
-
-    def _settle_mapped(self) -> None:
-        """Before the batch's answers go: the inputs it mapped from clients' regions are
-        unmapped, or, where the model kept them, made wholly private (the model's copy
-        then no longer follows the client's region, as a copy would not)."""
-        mapped, self.mapped = self.mapped, []
-        self.mapped_ranges = []
-        for mm in mapped:
-            settle_private(mm)
-
-    def _end_placing(self) -> None:
-        """The batch is over: its requests' output regions are let go."""
-        placing, self.placing = self.placing, []
-        for link in placing:
-            dests, link.dests = link.dests, None
-            if dests is not None:
-                _close_dests(dests)
 
     def _parse(self, m: msg.ExecUnparsed) -> tuple[InferenceRequest, int] | None:
         """An unparsed request, parsed and checked as the server would, and its batch
@@ -831,12 +550,6 @@ class Worker:
         wanted = set(req.requested_outputs or rules.output_names)
         link = _Link(self, m.token, False, wanted, (m.key, spec))
         return pb_request(req, tensors, wanted, link), req.batch_size
-
-
-def _close_dests(dests: dict[str, Dest]) -> None:
-    for fd, _, _, _ in dests.values():
-        if fd >= 0:
-            os.close(fd)
 
 
 def main(argv: list[str], codec: ReplyCodec | None = None) -> int:
