@@ -49,6 +49,22 @@ def _place(array: np.ndarray[Any, Any], regions: list[Any]) -> tuple[SystemRegio
     return None
 
 
+def _pass_object(
+    region: SystemRegion, send: Callable[[int, int], bool], handles: Iterator[int]
+) -> int | None:
+    """Send the worker the descriptor of ``region``'s object: its handle; -1 when the
+    region's key names another object by now (nothing sent); None when the worker could
+    not take it (send no more)."""
+    fd = region.open_object()
+    if fd is None:
+        return -1
+    handle = next(handles)
+    try:
+        return handle if send(handle, fd) else None
+    finally:
+        os.close(fd)
+
+
 def mapped_inputs(
     req: InferRequest, send: Callable[[int, int], bool], handles: Iterator[int]
 ) -> list[Mapped] | None:
@@ -64,16 +80,11 @@ def mapped_inputs(
         if place is None:
             continue
         region, rel = place
-        fd = region.open_object()
-        if fd is None:
-            continue
-        handle = next(handles)
-        try:
-            sent = send(handle, fd)
-        finally:
-            os.close(fd)
-        if not sent:
+        handle = _pass_object(region, send, handles)
+        if handle is None:
             return mapped
+        if handle < 0:
+            continue
         entry = (position, t.name, t.datatype, tuple(map(int, t.shape)), handle,
                  region.offset + rel, int(array.nbytes))  # fmt: skip
         if mapped is None:
@@ -114,14 +125,8 @@ def output_dests(
         region = part.region
         handle = -1
         if sending and part.byte_size >= MAPPED_MIN:
-            fd = region.open_object()
-            if fd is not None:
-                handle = next(handles)
-                try:
-                    sending = send(handle, fd)
-                finally:
-                    os.close(fd)
-                if not sending:
-                    handle = -1
+            passed = _pass_object(region, send, handles)
+            sending = passed is not None
+            handle = -1 if passed is None else passed
         dests.append((name, handle, region.offset + part.offset, part.byte_size))
     return dests
