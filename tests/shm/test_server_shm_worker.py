@@ -345,31 +345,43 @@ def test_model_failing_leaves_the_output_region_as_it_was(
     assert ours.status != 200
 
 
-def test_response_refused_by_another_output_writes_no_region(
-    place_url: str, data: np.ndarray[Any, Any]
+def test_response_refused_for_another_output_has_written_the_region_as_triton(
+    place_url: str,
+    data: np.ndarray[Any, Any],
+    real_triton_factory: Callable[..., Any],
+    bundled_server_factory: Callable[..., Any],
+    model_repo: Callable[[str], Path],
 ) -> None:
-    """The model returns HALF (FP16, asked as JSON, which the server refuses) before OUT:
-    the server's error, and OUT's region is not written, by the worker either. (Triton
-    2.51 answers the same error but has written OUT's region by then: its backend fills
-    output regions before the front end encodes the JSON.)"""
-    key = new_key()
-    with region("h", key, NBYTES) as h, registered_at(place_url, "h", key, 0, NBYTES):
-        header = j({
-            "parameters": {"mode": "half"},
-            "inputs": [{"name": "IN", "datatype": "FP32", "shape": [N],
-                        "parameters": {"binary_data_size": NBYTES}}],
-            "outputs": [{"name": "OUT", "parameters": into("h", 0)},
-                        {"name": "HALF", "parameters": {"binary_data": False}}],
-        }).encode()  # fmt: skip
-        head = {"Inference-Header-Content-Length": str(len(header))}
-        body = header + data.tobytes()
-        reply = exchange(place_url, "POST", "/v2/models/place/infer", body, head)
-        expected = (
-            "sending FP16 data via JSON is not supported. Please use the binary data "
-            "format for output"
-        )
-        assert (reply.status, json.loads(reply.body)) == (400, {"error": expected})
-        assert not contents(h, 0).any()
+    """The model returns HALF (FP16, asked as JSON, which the front end refuses) and OUT
+    (IN + 1, into a region): Triton's error, and OUT's region holds OUT all the same, as
+    Triton's backend has filled it before its front end encodes the JSON (on every
+    server: ours writes it from the worker, or in-process from the front end; HALF asked
+    before and after OUT)."""
+    real = real_triton_factory(model_repo("shm_worker_out"))
+    in_process = bundled_server_factory(
+        model_repo("shm_worker_out"), "--python-isolation=in-process"
+    )
+    expected = (
+        "sending FP16 data via JSON is not supported. Please use the binary data format for output"
+    )
+    half = {"name": "HALF", "parameters": {"binary_data": False}}
+    for server_url in (real.url, place_url, in_process.url):
+        for half_first in (True, False):
+            key = new_key()
+            with region("h", key, NBYTES) as h, registered_at(server_url, "h", key, 0, NBYTES):
+                outputs = [{"name": "OUT", "parameters": into("h", 0)}]
+                outputs.insert(0 if half_first else 1, half)
+                header = j({
+                    "parameters": {"mode": "half"},
+                    "inputs": [{"name": "IN", "datatype": "FP32", "shape": [N],
+                                "parameters": {"binary_data_size": NBYTES}}],
+                    "outputs": outputs,
+                }).encode()  # fmt: skip
+                head = {"Inference-Header-Content-Length": str(len(header))}
+                reply = exchange(server_url, "POST", "/v2/models/place/infer",
+                                 header + data.tobytes(), head)  # fmt: skip
+                assert (reply.status, json.loads(reply.body)) == (400, {"error": expected})
+                assert np.array_equal(contents(h, 0), data + 1), (server_url, half_first)
 
 
 @contextlib.contextmanager

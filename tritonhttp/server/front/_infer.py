@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -671,28 +671,39 @@ def _outputs_prefix(req: InferRequest, model: ModelVersion | Admission) -> bytes
     return b"{" + prefix
 
 
-def _shm_writer(specs: dict[str, OutputSpec]) -> Callable[[str, str, Any], bool]:
-    """``place`` for :func:`encode_outputs`: outputs asked into shared memory go there."""
+def _write_shm_outputs(
+    specs: dict[str, OutputSpec], outputs: Sequence[OutputTensor]
+) -> Callable[[str, str, Any], bool]:
+    """Write the outputs asked into shared memory into their regions, in the response's
+    order, before the answer is encoded (as Triton's backend fills them before its front
+    end encodes the JSON: an output JSON cannot carry then fails an answer whose regions
+    hold their outputs); ``place`` for :func:`encode_outputs`: whether an output went
+    into a region."""
+    for name, datatype, _, data in outputs:
+        spec = specs.get(name)
+        if spec is not None and spec.shm is not None:
+            _write_shm_output(name, spec.shm, datatype, data)
 
     def place(name: str, datatype: str, data: Any) -> bool:
         spec = specs.get(name)
-        if spec is None or spec.shm is None:
-            return False
-        # --- shared memory: written straight into the region (one copy, none when the
-        # output already is that memory)
-        blob = binary_data(datatype, data)
-        size = len(blob) if isinstance(blob, bytes) else blob.nbytes
-        if size > spec.shm.byte_size:
-            raise CoreError(
-                f"shared memory size specified with the request for output '{name}' "
-                f"({spec.shm.byte_size} bytes) should be at least {size} bytes to hold "
-                "the results",
-                Code.INTERNAL,
-            )
-        spec.shm.write(blob)
-        return True
+        return spec is not None and spec.shm is not None
 
     return place
+
+
+def _write_shm_output(name: str, part: RegionSlice, datatype: str, data: Any) -> None:
+    """One output written straight into its part of a region (one copy, none when the
+    output already is that memory); Triton's error when it does not fit."""
+    blob = binary_data(datatype, data)
+    size = len(blob) if isinstance(blob, bytes) else blob.nbytes
+    if size > part.byte_size:
+        raise CoreError(
+            f"shared memory size specified with the request for output '{name}' "
+            f"({part.byte_size} bytes) should be at least {size} bytes to hold "
+            "the results",
+            Code.INTERNAL,
+        )
+    part.write(blob)
 
 
 def encode_response(
@@ -716,7 +727,7 @@ def encode_response(
                 for o in outputs
             ]
         if any(spec.shm is not None for spec in specs.values()):
-            place = _shm_writer(specs)
+            place = _write_shm_outputs(specs, outputs)
 
     try:
         return encode_outputs(

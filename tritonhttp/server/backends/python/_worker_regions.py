@@ -96,10 +96,10 @@ class BatchRegions:
         self, outputs: list[Tensor], dests: dict[str, Dest]
     ) -> list[tuple[int, str, str, tuple[int, ...]]] | None:
         """Write the large outputs of a response into their clients' regions; what was
-        written (``OutputsDesc.placed``), None: nothing. Only a response the front end
-        will take whole: every output the client asked into a region fits it, and no
-        other output may fail to encode (FP16 and BF16 as JSON do), so that its regions
-        are written exactly when they would be without this. An output that overlaps an
+        written (``OutputsDesc.placed``), None: nothing. Only when every output the
+        client asked into a region fits it, so that the regions are written exactly when
+        the front end would write them (it writes them all before encoding the answer,
+        unless one does not fit). An output that overlaps an
         input mapped for the batch (the front end writes it after the batch) or that
         the object no longer holds stays in the arena; after the latter none is written
         (the front end's check of it fails the response, as it would have)."""
@@ -109,10 +109,7 @@ class BatchRegions:
                 return None
             names.add(t._name)
             dest = dests.get(t._name)
-            if dest is None:
-                if t._wire in ("FP16", "BF16"):
-                    return None
-            elif t._wire == "BYTES" or t._array.nbytes > dest[2]:
+            if dest is not None and (t._wire == "BYTES" or t._array.nbytes > dest[2]):
                 return None
         placed = None
         for position, t in enumerate(outputs):
