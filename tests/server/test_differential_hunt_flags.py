@@ -5,6 +5,7 @@ stop it (exit status 1, the flag named), the two spellings ``--flag=value`` and
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -101,9 +102,22 @@ def test_flag_given_twice_last_wins(tmp_path: Path) -> None:
         flags = ("--allow-metrics=false", f"--metrics-port={port}", "--allow-metrics=true")
         server = start(tmp_path, *flags)
         try:
-            assert exchange(f"127.0.0.1:{port}", "GET", "/metrics").status == 200, start
+            assert _metrics_status(port) == 200, start
         finally:
             server.stop()
+
+
+def _metrics_status(port: int) -> int:
+    """The status of ``GET /metrics`` on ``port``, once it listens: tritonserver starts
+    its metrics service after the HTTP service its readiness is read from."""
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            return exchange(f"127.0.0.1:{port}", "GET", "/metrics").status
+        except ConnectionRefusedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 @pytest.mark.parametrize(
