@@ -99,10 +99,10 @@ class BatchRegions:
         written (``OutputsDesc.placed``), None: nothing. Only when every output the
         client asked into a region fits it, so that the regions are written exactly when
         the front end would write them (it writes them all before encoding the answer,
-        unless one does not fit). An output that overlaps an
-        input mapped for the batch (the front end writes it after the batch) or that
-        the object no longer holds stays in the arena; after the latter none is written
-        (the front end's check of it fails the response, as it would have)."""
+        unless one does not fit). An output that overlaps an input mapped for the batch
+        (the front end writes it after the batch) or that the object no longer holds
+        stays in the arena; after the latter none is written (the front end's check of
+        it fails the response, as it would have)."""
         names = set()
         for t in outputs:
             if t._name in names:
