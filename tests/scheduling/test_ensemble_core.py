@@ -162,3 +162,56 @@ def test_cancelling_the_requests_task_mid_chain_leaves_nothing_behind() -> None:
     assert cancelled
     assert "c" not in log.tasks
     assert ens.in_flight == 0 and not ens._runs
+
+
+def _batched_steps(first: str) -> tuple[dict[str, ModelVersion], dict[str, Any]]:
+    """Steps ``a`` (batching as ``first`` says) and ``b`` (dynamic batching, no queue
+    delay), each on one scripted instance."""
+    models: dict[str, ModelVersion] = {}
+    instances: dict[str, Any] = {}
+    for name, batching in (("a", first), ("b", "dynamic_batching { }")):
+        mv, (inst,) = make_model(f"max_batch_size: 8 {batching}")
+        mv.name = name
+        models[name] = mv
+        instances[name] = inst
+    return models, instances
+
+
+def _four_through(first: str) -> tuple[list[list[str]], list[list[str]]]:
+    """The batches ``a`` and then ``b`` executed for four requests sent together to the
+    ensemble ``a`` -> ``b``."""
+    models, instances = _batched_steps(first)
+    cfg = _ensemble([_step("a", "IN", "x"), _step("b", "x", "OUT")], ["OUT"])
+
+    async def main() -> None:
+        ens = EnsembleVersion("e", 1, lambda name, version: models.get(name))
+        ens.activate_ensemble(cfg, False)
+        reqs = [request(rid, value=n) for n, rid in enumerate("pqrs")]
+        for req in reqs:
+            ens.admit(req)
+        responses = await asyncio.gather(*(ens.infer(req) for req in reqs))
+        for n, response in enumerate(responses):
+            assert response.error is None
+            assert response.outputs[0].array.tolist() == [[n]]
+
+    run(main)
+    return instances["a"].batches, instances["b"].batches
+
+
+def test_a_batch_of_one_step_reaches_the_next_as_one_batch() -> None:
+    """The four requests ``a`` ran as one batch come back together; ``b``, idle, takes
+    them as one batch of four, as Triton's batcher (whose thread wakes once they are
+    queued), not the first alone on the idle instance and the other three after it."""
+    first, second = _four_through(
+        "dynamic_batching { preferred_batch_size: [4] max_queue_delay_microseconds: 5000000 }"
+    )
+    assert first == [["p", "q", "r", "s"]]
+    assert [sorted(batch) for batch in second] == [["p", "q", "r", "s"]]
+
+
+def test_requests_a_step_ran_one_by_one_go_on_one_by_one() -> None:
+    """Without a batch behind them, step requests keep the idle fast path: ``a`` (no
+    dynamic batching) runs each alone and ``b`` starts each as it comes."""
+    first, second = _four_through("")
+    assert first == [["p"], ["q"], ["r"], ["s"]]
+    assert second == [["p"], ["q"], ["r"], ["s"]]

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from _repos import ECHO_MODEL
 
 from ._wire import exchange, infer_body
 
@@ -150,3 +153,43 @@ def test_ensembles_in_a_circle_are_refused(bundled_server_factory: Any, tmp_path
         reply = exchange(url, "POST", f"/v2/repository/models/{name}/load")
         assert (reply.status, _error(reply)) == (400, f"load failed for model '{name}': {text}\n")
     assert exchange(url, "GET", "/v2/health/live").status == 200
+
+
+def _echo_step(root: Path, name: str, batching: str) -> None:
+    (root / name / "1").mkdir(parents=True)
+    (root / name / "config.pbtxt").write_text(
+        f'name: "{name}"\nbackend: "python"\nmax_batch_size: 8\n'
+        'input [ { name: "IN" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+        'output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+        f"{batching}\ninstance_group [ {{ count: 1 kind: KIND_CPU }} ]\n"
+    )
+    (root / name / "1" / "model.py").write_text(ECHO_MODEL)
+
+
+def test_a_steps_batch_reaches_the_next_step_as_one_batch(
+    bundled_server_factory: Any, tmp_path: Path
+) -> None:
+    """Four requests that step ``a`` ran as one batch reach the idle step ``b`` together:
+    ``b`` runs them as one batch, in its worker process, rather than the first alone and
+    then the other three. (Real Triton 2.51's batcher thread wakes while they are being
+    queued: in 4 of 7 runs of 4 or 8 requests it formed one batch, in the others it split
+    them, 1 + 3, 2 + 6 or 3 + 5.)"""
+    _echo_step(tmp_path, "a", "dynamic_batching { preferred_batch_size: [ 4 ] "
+               "max_queue_delay_microseconds: 5000000 }")  # fmt: skip
+    _echo_step(tmp_path, "b", "dynamic_batching { }")
+    (tmp_path / "e" / "1").mkdir(parents=True)
+    chain = _ensemble_of("e", "a").replace('value: "OUT" } } ] }', 'value: "x" } }, ')
+    chain += '{ model_name: "b" model_version: -1 input_map { key: "IN" value: "x" } '
+    chain += 'output_map { key: "OUT" value: "OUT" } } ] }\n'
+    (tmp_path / "e" / "config.pbtxt").write_text(chain)
+    url = bundled_server_factory(tmp_path).url
+    with ThreadPoolExecutor(4) as pool:
+        bodies = [infer_body(("IN", "FP32", [1, 4], [n] * 4)) for n in range(4)]
+        replies = list(pool.map(lambda b: exchange(url, "POST", "/v2/models/e/infer", b), bodies))
+    assert [json.loads(r.body)["outputs"][0]["data"] for r in replies] == [
+        [n] * 4 for n in range(4)
+    ]
+    for model in ("a", "b"):
+        stats = json.loads(exchange(url, "GET", f"/v2/models/{model}/stats").body)
+        batches = stats["model_stats"][0]["batch_stats"]
+        assert [(b["batch_size"], b["compute_infer"]["count"]) for b in batches] == [(4, 1)]

@@ -8,6 +8,12 @@ queue policies up to two payloads per instance are formed ahead, with them reque
 queued until an instance is free (so ``max_queue_size`` counts them). A sequence
 batcher's ``oldest`` strategy batches its lanes with it (:mod:`._sequence`). What it
 shares with the FIFO scheduler is in :mod:`._scheduler`.
+
+A request that meets an idle instance and an empty queue runs at once, alone, unless it
+is *gathered* (``InferRequest.gathered``: the next step of ensemble requests whose
+previous step ran as one batch, which all arrive in the same pass of the event loop):
+then the batch is formed once that pass is over, so that they run as one batch, as
+Triton's batcher thread, waking a moment after its queue fills, mostly forms it.
 """
 
 from __future__ import annotations
@@ -123,6 +129,7 @@ class DynamicBatcher(Scheduler):
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0
         self._pumping = False
+        self._pump_due = False
         self._on_done = on_done
         #: (``preserve_ordering``) dispatched requests not answered yet, in dispatch
         #: order, each with its finished outcome once it has one
@@ -147,6 +154,7 @@ class DynamicBatcher(Scheduler):
             and not self.rules.delay_ns
             and not self.rules.preserve_ordering
             and not queue.expires_at_once(level, req)
+            and not req.gathered
         ):
             # the batch Triton would form is this request alone, on an idle instance
             # (a sequence batcher's lane, the one user of ``on_done``, only submits)
@@ -170,9 +178,23 @@ class DynamicBatcher(Scheduler):
         )
         self._waiting[id(item.request)] = item
         if self._wake_on_arrival():
-            self._pump()
+            if item.request.gathered:
+                self._pump_after_pass()
+            else:
+                self._pump()
         elif queue.has_timeouts:
             self._arm_expiry()
+
+    def _pump_after_pass(self) -> None:
+        """Pump once the event loop's current pass is over (once, however many requests
+        arrive in it): requests that arrive together are batched together."""
+        if not self._pump_due:
+            self._pump_due = True
+            asyncio.get_running_loop().call_soon(self._due_pump)
+
+    def _due_pump(self) -> None:
+        self._pump_due = False
+        self._pump()
 
     def _wake_on_arrival(self) -> bool:
         if not self._slot_available():
@@ -365,6 +387,9 @@ class DynamicBatcher(Scheduler):
                 responses = await self._execute(inst, [p.request for p in items], (), early)
                 if on_done is None:
                     free()
+                if len(items) > 1:
+                    for response in responses:
+                        response.batched = True
                 for item, response in zip(items, responses, strict=False):
                     if on_done is not None:
                         on_done(item, response)  # (it may queue the request again first)

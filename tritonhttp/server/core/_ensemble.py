@@ -442,6 +442,9 @@ class _Run:
     responses: list[InferResponse] = field(default_factory=list)
     #: the step requests in flight, with their models (cancelled with the request)
     active: list[tuple[ModelVersion, InferRequest]] = field(default_factory=list)
+    #: the last step's answer came from an execution of several requests, whose next
+    #: steps arrive together (``InferRequest.gathered``)
+    gathered: bool = False
 
 
 class EnsembleVersion(ModelVersion):
@@ -694,6 +697,7 @@ class EnsembleVersion(ModelVersion):
         """One request to a (non-decoupled) step; its outputs as ensemble tensors."""
         inputs = self._inputs(run, i, mv, tensors)
         sreq = step_request(run.req, inputs, list(self.steps[i].outputs))
+        sreq.gathered = run.gathered
         self._note_batch(run, i, mv, sreq)
         trace_child(run.req, sreq, mv.name, mv.version)
         try:
@@ -712,6 +716,7 @@ class EnsembleVersion(ModelVersion):
             trace_end(sreq)
         if response.error is not None:
             raise _StepFailed(response.error)
+        run.gathered = response.batched
         return self._outputs_of(run, i, response)
 
     async def _fan_out(
@@ -727,6 +732,7 @@ class EnsembleVersion(ModelVersion):
 
         inputs = self._inputs(run, i, mv, tensors)
         sreq = step_request(run.req, inputs, list(self.steps[i].outputs))
+        sreq.gathered = run.gathered
         self._note_batch(run, i, mv, sreq)
         trace_child(run.req, sreq, mv.name, mv.version)
         try:

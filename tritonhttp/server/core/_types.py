@@ -94,6 +94,12 @@ class InferRequest:
     reply: object | None = None
     #: the request's trace when it is traced (``core._trace.Trace``), else None
     trace: Trace | None = None
+    #: requests like it may arrive in the same pass of the event loop (the next steps of
+    #: an ensemble's requests whose previous step ran as one batch): a dynamic batcher
+    #: then forms its batch once the pass is over, as Triton's batcher thread wakes a
+    #: moment after its queue fills, instead of running the first one alone on an idle
+    #: instance
+    gathered: bool = False
 
     def log_prefix(self) -> str:
         return f"[request id: {self.id or '<id_unknown>'}] "
@@ -115,6 +121,8 @@ class InferResponse:
     #: but ``rest``, which the front end still has to send
     answered: bool = False
     rest: bytes = b""
+    #: answered by an execution of several requests (see ``InferRequest.gathered``)
+    batched: bool = False
     #: the backend did not take a request handed to it unparsed (through its reply
     #: capability): it was not executed, and the front end parses and answers it itself
     declined: bool = False
