@@ -96,8 +96,15 @@ def test_requests_of_different_shapes_are_not_batched(probes: dict[str, Probe]) 
         return executions(replies)
 
     triton, ours = _both(probes, scenario)
-    assert triton == [["a"], ["b", "c"], ["d", "e"], ["f"]]
-    assert ours == triton
+    expected = [["a"], ["b", "c"], ["d", "e"], ["f"]]
+    assert ours == expected
+    if triton != expected:
+        # real Triton's batcher sometimes races the release of the held request (as in
+        # test_preferred_batch_sizes_shape_the_batches; seen: [d] and [e] apart); its
+        # batches still keep the arrival order and never mix the shapes
+        widths = dict(zip("abcdef", [3, 1, 1, 2, 2, 1], strict=True))
+        assert [rid for batch in triton for rid in batch] == list("abcdef")
+        assert all(len({widths[rid] for rid in batch}) == 1 for batch in triton)
 
 
 def test_without_dynamic_batching_each_request_runs_alone(probes: dict[str, Probe]) -> None:
