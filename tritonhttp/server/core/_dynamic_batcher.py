@@ -13,7 +13,7 @@ A request that meets an idle instance and an empty queue runs at once, alone, un
 is *gathered* (``InferRequest.gathered``: the next step of ensemble requests whose
 previous step ran as one batch, which all arrive in the same pass of the event loop):
 then the batch is formed once that pass is over, so that they run as one batch, as
-Triton's batcher thread, waking a moment after its queue fills, mostly forms it.
+Triton's batcher thread, waking a moment after its queue fills, often does.
 """
 
 from __future__ import annotations
