@@ -691,15 +691,21 @@ class EnsembleVersion(ModelVersion):
         run.absent.update(t for t in mapping.values() if t not in outputs)
         return outputs
 
+    def _step_request(
+        self, run: _Run, i: int, mv: ModelVersion, tensors: dict[str, InputTensor]
+    ) -> InferRequest:
+        """The request for step ``i`` (traced as a child of the ensemble's request)."""
+        sreq = step_request(run.req, self._inputs(run, i, mv, tensors), list(self.steps[i].outputs))
+        sreq.gathered = run.gathered
+        self._note_batch(run, i, mv, sreq)
+        trace_child(run.req, sreq, mv.name, mv.version)
+        return sreq
+
     async def _call(
         self, run: _Run, i: int, mv: ModelVersion, tensors: dict[str, InputTensor]
     ) -> dict[str, InputTensor]:
         """One request to a (non-decoupled) step; its outputs as ensemble tensors."""
-        inputs = self._inputs(run, i, mv, tensors)
-        sreq = step_request(run.req, inputs, list(self.steps[i].outputs))
-        sreq.gathered = run.gathered
-        self._note_batch(run, i, mv, sreq)
-        trace_child(run.req, sreq, mv.name, mv.version)
+        sreq = self._step_request(run, i, mv, tensors)
         try:
             mv.admit(sreq)
         except CoreError as e:
@@ -730,11 +736,7 @@ class EnsembleVersion(ModelVersion):
         """A decoupled step: each of its responses continues the branch."""
         from ._bridge import decoupled_responses  # (the bridge imports the repository)
 
-        inputs = self._inputs(run, i, mv, tensors)
-        sreq = step_request(run.req, inputs, list(self.steps[i].outputs))
-        sreq.gathered = run.gathered
-        self._note_batch(run, i, mv, sreq)
-        trace_child(run.req, sreq, mv.name, mv.version)
+        sreq = self._step_request(run, i, mv, tensors)
         try:
             mv.admit(sreq)
         except CoreError as e:
